@@ -1,0 +1,138 @@
+package operation
+
+import "time"
+
+// EventType names something that happened to an operation. Transition
+// events move the state machine; the journal keeps every one of them.
+type EventType string
+
+// Transition events. Each is legal from exactly the states listed in Next.
+const (
+	// Recorded in the insert that creates the operation (PENDING).
+	EventIntentRecorded EventType = "intent_recorded"
+	// Recorded in the same write that grants the right to dispatch (the
+	// insert or the winning claim), so the journal says a call may be in
+	// flight before the call is made.
+	EventDispatchStarted EventType = "provider_dispatch_started"
+
+	EventCreateSucceeded  EventType = "create_succeeded"          // PENDING -> SUCCEEDED
+	EventBusinessRejected EventType = "business_rejected"         // PENDING -> FAILED
+	EventNotDispatched    EventType = "not_dispatched"            // PENDING -> RETRYABLE (connection refused: proven no effect)
+	EventClientTimeout    EventType = "client_timeout"            // PENDING -> UNKNOWN (our wait for the provider ended)
+	EventResponseMissing  EventType = "response_missing"          // PENDING -> UNKNOWN (reset, 5xx, undecodable answer)
+	EventVerifyFailed     EventType = "verification_inconclusive" // PENDING -> UNKNOWN (created, but the authoritative read did not confirm)
+	EventDispatcherLost   EventType = "dispatcher_lost"           // PENDING -> UNKNOWN (lease expired)
+
+	EventProbeFoundOne        EventType = "probe_found_one"        // UNKNOWN -> SUCCEEDED
+	EventProbeNotFound        EventType = "probe_not_found"        // UNKNOWN -> RETRYABLE (authoritative, after the settle window)
+	EventProbeInconclusive    EventType = "probe_inconclusive"     // UNKNOWN -> UNKNOWN
+	EventProbeMultiple        EventType = "probe_multiple_effects" // UNKNOWN -> ESCALATED (incident)
+	EventProbeBudgetExhausted EventType = "probe_budget_exhausted" // UNKNOWN -> ESCALATED (operator)
+
+	EventRetryClaimed         EventType = "retry_claimed"          // RETRYABLE -> PENDING
+	EventRetryBudgetExhausted EventType = "retry_budget_exhausted" // RETRYABLE -> ESCALATED
+
+	EventOperatorSucceeded EventType = "operator_resolved_succeeded" // ESCALATED -> SUCCEEDED
+	EventOperatorFailed    EventType = "operator_resolved_failed"    // ESCALATED -> FAILED
+)
+
+// TransitionEvents lists every event that moves the state machine.
+func TransitionEvents() []EventType {
+	return []EventType{
+		EventCreateSucceeded, EventBusinessRejected, EventNotDispatched, EventClientTimeout,
+		EventResponseMissing, EventVerifyFailed, EventDispatcherLost,
+		EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple,
+		EventProbeBudgetExhausted, EventRetryClaimed, EventRetryBudgetExhausted,
+		EventOperatorSucceeded, EventOperatorFailed,
+	}
+}
+
+// Next is the transition table of DESIGN.md, extended by two PENDING exits
+// the design implies: not_dispatched (a refused connection proves the
+// request never left, so only a reconciler claim may re-send it) and
+// verification_inconclusive (a success-shaped answer we could not confirm).
+func Next(from State, ev EventType) (State, bool) {
+	switch from {
+	case StatePending:
+		switch ev {
+		case EventCreateSucceeded:
+			return StateSucceeded, true
+		case EventBusinessRejected:
+			return StateFailed, true
+		case EventNotDispatched:
+			return StateRetryable, true
+		case EventClientTimeout, EventResponseMissing, EventVerifyFailed, EventDispatcherLost:
+			return StateUnknown, true
+		}
+	case StateUnknown:
+		switch ev {
+		case EventProbeFoundOne:
+			return StateSucceeded, true
+		case EventProbeNotFound:
+			return StateRetryable, true
+		case EventProbeInconclusive:
+			return StateUnknown, true
+		case EventProbeMultiple, EventProbeBudgetExhausted:
+			return StateEscalated, true
+		}
+	case StateRetryable:
+		switch ev {
+		case EventRetryClaimed:
+			return StatePending, true
+		case EventRetryBudgetExhausted:
+			return StateEscalated, true
+		}
+	case StateEscalated:
+		switch ev {
+		case EventOperatorSucceeded:
+			return StateSucceeded, true
+		case EventOperatorFailed:
+			return StateFailed, true
+		}
+	}
+	return "", false
+}
+
+// defaultOutcome is what a caller is told after the event, unless the event
+// carries a more precise one (an inconclusive probe says why).
+func defaultOutcome(ev EventType, previous Outcome) Outcome {
+	switch ev {
+	case EventCreateSucceeded, EventProbeFoundOne, EventOperatorSucceeded:
+		return OutcomeCommittedAndVerified
+	case EventBusinessRejected, EventNotDispatched, EventProbeNotFound, EventOperatorFailed:
+		return OutcomeFailedWithoutEffect
+	case EventClientTimeout, EventResponseMissing, EventDispatcherLost:
+		return OutcomeResponseMissing
+	case EventVerifyFailed:
+		return OutcomeVerificationInconclusive
+	case EventProbeInconclusive:
+		return OutcomeProviderStatusUnavailable
+	case EventProbeMultiple:
+		return OutcomeIncidentMultipleEffects
+	case EventRetryClaimed:
+		return OutcomePending
+	}
+	return previous // budget exhaustion keeps the reason we could not decide
+}
+
+// Event is one journal entry: what happened, when, and the evidence. The
+// optional fields carry what the transition records on the operation.
+type Event struct {
+	Type   EventType `json:"type"`
+	At     time.Time `json:"at"`
+	From   State     `json:"from,omitempty"`
+	To     State     `json:"to,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	// Source and Result describe a reconciliation check (seed 001):
+	// e.g. source release_provider, result one_exact_match.
+	Source string `json:"source,omitempty"`
+	Result string `json:"result,omitempty"`
+	Actor  string `json:"actor,omitempty"`
+
+	ResourceID string    `json:"resource_id,omitempty"`
+	Receipt    string    `json:"receipt,omitempty"`
+	Duplicates int       `json:"duplicates,omitempty"`
+	NextAt     time.Time `json:"next_at,omitzero"`     // next probe or next_retry_at
+	LeaseUntil time.Time `json:"lease_until,omitzero"` // PENDING lease after a claim
+	Outcome    Outcome   `json:"outcome,omitempty"`
+}

@@ -1,0 +1,185 @@
+package operation
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxJournal bounds the journal so an item stays far below DynamoDB's 400 KB
+// limit. The reconciler's probe and retry budgets escalate long before it is
+// reached; reaching it anyway is refused, not truncated, so history is never
+// silently lost.
+const MaxJournal = 64
+
+// Operation is one business write and everything known about it.
+type Operation struct {
+	Handle        string // public handle, derived from Key (review_id, ticket handle)
+	Key           RequestKey
+	BusinessKey   string
+	RequestDigest string
+	EndUserID     string
+	TenantID      string            // merchant or team the end user acts for
+	Target        map[string]string // the uniqueness fields (order_id; service/commit/environment)
+	Payload       map[string]string // validated arguments kept to re-send the same request
+
+	State   State
+	Outcome Outcome
+	Version int64
+
+	Attempts       int // dispatches made (first send plus claimed retries)
+	RetryCount     int // claimed retries
+	ProbeCount     int // reconciliation probes since the last dispatch
+	ClientTimeouts int
+
+	ResourceID         string // the downstream's id for the effect
+	Receipt            string // effect receipt, issued once the effect is verified
+	DuplicateResources int
+	Escalation         string // why an operator is needed
+
+	// DueAt is when the reconciler must look again: lease expiry (PENDING),
+	// next probe (UNKNOWN) or next_retry_at (RETRYABLE). Zero when settled.
+	DueAt          time.Time
+	LastDispatchAt time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+
+	Journal []Event
+}
+
+// Intent is what a tool knows before anything is stored.
+type Intent struct {
+	Key           RequestKey
+	BusinessKey   string
+	RequestDigest string
+	EndUserID     string
+	TenantID      string
+	Target        map[string]string
+	Payload       map[string]string
+}
+
+// New records an intent as a PENDING operation holding a dispatch lease.
+// Its journal starts with intent_recorded and provider_dispatch_started:
+// the insert is the write that grants the right to dispatch.
+func New(in Intent, now time.Time, lease time.Duration) (Operation, error) {
+	if err := in.Validate(); err != nil {
+		return Operation{}, err
+	}
+	if lease <= 0 {
+		return Operation{}, invalid("lease", "must be positive")
+	}
+	op := Operation{
+		Handle:         in.Key.Handle(),
+		Key:            in.Key,
+		BusinessKey:    in.BusinessKey,
+		RequestDigest:  in.RequestDigest,
+		EndUserID:      in.EndUserID,
+		TenantID:       in.TenantID,
+		Target:         in.Target,
+		Payload:        in.Payload,
+		State:          StatePending,
+		Outcome:        OutcomePending,
+		Version:        1,
+		Attempts:       1,
+		DueAt:          now.Add(lease),
+		LastDispatchAt: now,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	op.Journal = []Event{
+		{Type: EventIntentRecorded, At: now, To: StatePending, Source: "gateway_journal"},
+		{Type: EventDispatchStarted, At: now, From: StatePending, To: StatePending, Detail: "attempt 1", LeaseUntil: op.DueAt},
+	}
+	return op, nil
+}
+
+// Validate checks an intent before any write.
+func (in Intent) Validate() error {
+	if _, err := NewRequestKey(in.Key.ClientID, in.Key.Tool, in.Key.OperationID); err != nil {
+		return err
+	}
+	if in.BusinessKey == "" || len(in.BusinessKey) > MaxBusinessKeyLen {
+		return invalid("business_key", fmt.Sprintf("must be 1 to %d bytes", MaxBusinessKeyLen))
+	}
+	if len(in.RequestDigest) != len("sha256:")+64 || in.RequestDigest[:7] != "sha256:" {
+		return invalid("request_digest", "must be sha256: followed by 64 hex digits")
+	}
+	if err := validatePrincipal("end_user_principal", in.EndUserID); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Apply returns the operation after ev, or an error if the table refuses
+// the event in the current state or the journal is full. The receiver is not
+// modified: the store writes the result conditioned on the receiver's
+// version and state, so a concurrent writer makes the write fail instead of
+// overwriting a later state.
+func (op Operation) Apply(ev Event) (Operation, error) {
+	to, ok := Next(op.State, ev.Type)
+	if !ok {
+		return Operation{}, &TransitionError{From: op.State, Event: ev.Type}
+	}
+	if len(op.Journal) >= MaxJournal {
+		return Operation{}, fmt.Errorf("%w: %d events on %s", ErrJournalFull, len(op.Journal), op.Handle)
+	}
+	if ev.At.IsZero() {
+		return Operation{}, invalid("event.at", "must be set")
+	}
+	ev.From, ev.To = op.State, to
+	if ev.Outcome == "" {
+		ev.Outcome = defaultOutcome(ev.Type, op.Outcome)
+	}
+
+	next := op
+	next.Journal = append(append([]Event(nil), op.Journal...), ev)
+	next.State, next.Outcome = to, ev.Outcome
+	next.Version = op.Version + 1
+	next.UpdatedAt = ev.At
+
+	switch ev.Type {
+	case EventClientTimeout:
+		next.ClientTimeouts++
+	case EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple:
+		next.ProbeCount++
+	case EventRetryClaimed:
+		next.RetryCount++
+		next.Attempts++
+		next.ProbeCount = 0
+		next.LastDispatchAt = ev.At
+	}
+	if ev.ResourceID != "" {
+		next.ResourceID = ev.ResourceID
+	}
+	if ev.Receipt != "" {
+		next.Receipt = ev.Receipt
+	}
+	if ev.Duplicates > 0 {
+		next.DuplicateResources = ev.Duplicates
+	}
+	if to == StateEscalated {
+		next.Escalation = ev.Detail
+	}
+
+	switch to {
+	case StatePending:
+		if ev.LeaseUntil.IsZero() {
+			return Operation{}, invalid("event.lease_until", "a PENDING operation needs a lease")
+		}
+		next.DueAt = ev.LeaseUntil
+	case StateUnknown, StateRetryable:
+		// Without a time the reconciler looks again at once: never lose track.
+		next.DueAt = ev.NextAt
+		if next.DueAt.IsZero() {
+			next.DueAt = ev.At
+		}
+	default:
+		next.DueAt = time.Time{}
+	}
+	return next, nil
+}
+
+// Blocked reports whether dependent actions must wait: anything whose effect
+// is not proven present blocks them (UNKNOWN is never reported as done).
+func (op Operation) Blocked() bool {
+	return op.State != StateSucceeded
+}

@@ -1,0 +1,311 @@
+package operation_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+var t0 = time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC)
+
+// The whole table of DESIGN.md: every allowed pair, and its target.
+var allowed = map[operation.State]map[operation.EventType]operation.State{
+	operation.StatePending: {
+		operation.EventCreateSucceeded:  operation.StateSucceeded,
+		operation.EventBusinessRejected: operation.StateFailed,
+		operation.EventNotDispatched:    operation.StateRetryable,
+		operation.EventClientTimeout:    operation.StateUnknown,
+		operation.EventResponseMissing:  operation.StateUnknown,
+		operation.EventVerifyFailed:     operation.StateUnknown,
+		operation.EventDispatcherLost:   operation.StateUnknown,
+	},
+	operation.StateUnknown: {
+		operation.EventProbeFoundOne:        operation.StateSucceeded,
+		operation.EventProbeNotFound:        operation.StateRetryable,
+		operation.EventProbeInconclusive:    operation.StateUnknown,
+		operation.EventProbeMultiple:        operation.StateEscalated,
+		operation.EventProbeBudgetExhausted: operation.StateEscalated,
+	},
+	operation.StateRetryable: {
+		operation.EventRetryClaimed:         operation.StatePending,
+		operation.EventRetryBudgetExhausted: operation.StateEscalated,
+	},
+	operation.StateEscalated: {
+		operation.EventOperatorSucceeded: operation.StateSucceeded,
+		operation.EventOperatorFailed:    operation.StateFailed,
+	},
+}
+
+func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
+	for _, from := range operation.AllStates() {
+		for _, ev := range operation.TransitionEvents() {
+			want, ok := allowed[from][ev]
+			t.Run(fmt.Sprintf("%s_%s", from, ev), func(t *testing.T) {
+				got, legal := operation.Next(from, ev)
+				assert.Equal(t, ok, legal)
+				assert.Equal(t, want, got)
+
+				op := opIn(t, from)
+				journalBefore := len(op.Journal)
+				next, err := op.Apply(operation.Event{Type: ev, At: t0.Add(time.Second), LeaseUntil: t0.Add(time.Minute)})
+				if !ok {
+					var te *operation.TransitionError
+					require.ErrorAs(t, err, &te)
+					assert.ErrorIs(t, err, operation.ErrIllegalTransition)
+					assert.Equal(t, from, te.From)
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, want, next.State)
+				assert.Equal(t, op.Version+1, next.Version)
+				last := next.Journal[len(next.Journal)-1]
+				assert.Equal(t, ev, last.Type)
+				assert.Equal(t, from, last.From)
+				assert.Equal(t, want, last.To)
+				assert.Len(t, op.Journal, journalBefore, "Apply must not modify the receiver")
+			})
+		}
+	}
+}
+
+func TestSettledStatesAcceptNoEvent(t *testing.T) {
+	for _, s := range []operation.State{operation.StateSucceeded, operation.StateFailed} {
+		for _, ev := range operation.TransitionEvents() {
+			_, ok := operation.Next(s, ev)
+			assert.False(t, ok, "%s must be final but accepts %s", s, ev)
+		}
+	}
+}
+
+func TestLateTimeoutCannotFollowSuccess(t *testing.T) {
+	op := newOp(t)
+	done, err := op.Apply(operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second), ResourceID: "rv-1"})
+	require.NoError(t, err)
+	_, err = done.Apply(operation.Event{Type: operation.EventClientTimeout, At: t0.Add(2 * time.Second)})
+	require.ErrorIs(t, err, operation.ErrIllegalTransition)
+}
+
+func TestOutcomesFollowEvents(t *testing.T) {
+	cases := []struct {
+		name string
+		path []operation.Event
+		want operation.Outcome
+		due  bool
+	}{
+		{"created", []operation.Event{{Type: operation.EventCreateSucceeded}}, operation.OutcomeCommittedAndVerified, false},
+		{"rejected", []operation.Event{{Type: operation.EventBusinessRejected}}, operation.OutcomeFailedWithoutEffect, false},
+		{"timeout", []operation.Event{{Type: operation.EventClientTimeout}}, operation.OutcomeResponseMissing, true},
+		{"probe failed", []operation.Event{{Type: operation.EventClientTimeout}, {Type: operation.EventProbeInconclusive}}, operation.OutcomeProviderStatusUnavailable, true},
+		{"lagging search", []operation.Event{{Type: operation.EventClientTimeout}, {Type: operation.EventProbeInconclusive, Outcome: operation.OutcomeVerificationInconclusive}}, operation.OutcomeVerificationInconclusive, true},
+		{"budget keeps reason", []operation.Event{{Type: operation.EventClientTimeout}, {Type: operation.EventProbeInconclusive, Outcome: operation.OutcomeVerificationInconclusive}, {Type: operation.EventProbeBudgetExhausted}}, operation.OutcomeVerificationInconclusive, false},
+		{"two effects", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeMultiple, Duplicates: 2}}, operation.OutcomeIncidentMultipleEffects, false},
+		{"proven absent", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeNotFound}}, operation.OutcomeFailedWithoutEffect, true},
+		{"claimed", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeNotFound}, {Type: operation.EventRetryClaimed, LeaseUntil: t0.Add(time.Hour)}}, operation.OutcomePending, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newOp(t)
+			var err error
+			for i, ev := range tc.path {
+				ev.At = t0.Add(time.Duration(i+1) * time.Second)
+				op, err = op.Apply(ev)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.want, op.Outcome)
+			assert.Equal(t, tc.due, !op.DueAt.IsZero())
+			assert.Equal(t, tc.due, op.State.NeedsReconciliation())
+		})
+	}
+}
+
+func TestCountersAndEvidenceAreRecorded(t *testing.T) {
+	op := newOp(t)
+	steps := []operation.Event{
+		{Type: operation.EventClientTimeout},
+		{Type: operation.EventProbeNotFound, NextAt: t0.Add(time.Minute)},
+		{Type: operation.EventRetryClaimed, LeaseUntil: t0.Add(2 * time.Minute)},
+		{Type: operation.EventResponseMissing},
+		{Type: operation.EventProbeFoundOne, ResourceID: "rv-9", Receipt: "receipt-1"},
+	}
+	var err error
+	for i, ev := range steps {
+		ev.At = t0.Add(time.Duration(i+1) * time.Second)
+		op, err = op.Apply(ev)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, op.Attempts)
+	assert.Equal(t, 1, op.RetryCount)
+	assert.Equal(t, 1, op.ClientTimeouts)
+	assert.Equal(t, 1, op.ProbeCount, "probes count since the last dispatch")
+	assert.Equal(t, "rv-9", op.ResourceID)
+	assert.Equal(t, "receipt-1", op.Receipt)
+	assert.Equal(t, int64(6), op.Version)
+	assert.Len(t, op.Journal, 7)
+	assert.False(t, op.Blocked())
+}
+
+func TestJournalPastItsBoundIsRefused(t *testing.T) {
+	op := newOp(t)
+	op.State = operation.StateUnknown
+	for len(op.Journal) < operation.MaxJournal {
+		op.Journal = append(op.Journal, operation.Event{Type: operation.EventProbeInconclusive, At: t0})
+	}
+	_, err := op.Apply(operation.Event{Type: operation.EventProbeInconclusive, At: t0})
+	require.ErrorIs(t, err, operation.ErrJournalFull)
+}
+
+func TestClaimWithoutLeaseIsRefused(t *testing.T) {
+	op := opIn(t, operation.StateRetryable)
+	_, err := op.Apply(operation.Event{Type: operation.EventRetryClaimed, At: t0})
+	require.ErrorIs(t, err, operation.ErrInvalid)
+}
+
+func TestNewOperationStartsPendingWithJournal(t *testing.T) {
+	op := newOp(t)
+	assert.Equal(t, operation.StatePending, op.State)
+	assert.Equal(t, int64(1), op.Version)
+	assert.Equal(t, t0.Add(30*time.Second), op.DueAt)
+	require.Len(t, op.Journal, 2)
+	assert.Equal(t, operation.EventIntentRecorded, op.Journal[0].Type)
+	assert.Equal(t, operation.EventDispatchStarted, op.Journal[1].Type)
+	assert.True(t, op.Blocked())
+}
+
+func TestRequestKeyValidation(t *testing.T) {
+	cases := []struct {
+		name, client, tool, id string
+		field                  string
+	}{
+		{"empty id", "c1", "request_risk_review", "", "operation_id"},
+		{"short id", "c1", "request_risk_review", "abc", "operation_id"},
+		{"long id", "c1", "request_risk_review", strings.Repeat("a", 129), "operation_id"},
+		{"ill-formed id", "c1", "request_risk_review", "op id with spaces", "operation_id"},
+		{"unicode id", "c1", "request_risk_review", "opération-1", "operation_id"},
+		{"empty client", "", "request_risk_review", "op-00000001", "client_principal"},
+		{"control in client", "c\n1", "request_risk_review", "op-00000001", "client_principal"},
+		{"overlong client", strings.Repeat("c", 257), "request_risk_review", "op-00000001", "client_principal"},
+		{"bad tool", "c1", "Request Review", "op-00000001", "tool"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := operation.NewRequestKey(tc.client, tc.tool, tc.id)
+			var ve *operation.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field)
+			assert.ErrorIs(t, err, operation.ErrInvalid)
+		})
+	}
+	k, err := operation.NewRequestKey("c1", "request_risk_review", strings.Repeat("a", 128))
+	require.NoError(t, err)
+	assert.NoError(t, operation.ValidateHandle(k.Handle()))
+}
+
+func TestScopedKeysNeverCollideAcrossClientsOrTools(t *testing.T) {
+	a := operation.RequestKey{ClientID: "a|1", Tool: "t", OperationID: "op-00000001"}
+	b := operation.RequestKey{ClientID: "a", Tool: "1|t", OperationID: "op-00000001"}
+	c := operation.RequestKey{ClientID: "a", Tool: "t", OperationID: "op-00000001"}
+	assert.NotEqual(t, a.Scoped(), b.Scoped())
+	assert.NotEqual(t, a.Handle(), b.Handle())
+	assert.NotEqual(t, b.Handle(), c.Handle())
+	assert.Equal(t, c.Handle(), operation.RequestKey{ClientID: "a", Tool: "t", OperationID: "op-00000001"}.Handle())
+	assert.NotContains(t, c.Handle(), "op-00000001", "the handle must not reveal the caller's key")
+}
+
+func TestHandleValidation(t *testing.T) {
+	for _, h := range []string{"", "op_", "rv-1", "op_ABCDEFGHIJKLMNOPQRSTUVWXYZ", "op_abcdefghijklmnopqrstuvwx19"} {
+		assert.ErrorIs(t, operation.ValidateHandle(h), operation.ErrInvalid, h)
+	}
+}
+
+func TestRequestDigestIsCanonicalAndBindsEveryInput(t *testing.T) {
+	base, err := operation.RequestDigest("request_risk_review", "alice", map[string]any{"order_id": "O1", "reason": "r", "n": 1})
+	require.NoError(t, err)
+	reordered, err := operation.RequestDigest("request_risk_review", "alice", struct {
+		N       int    `json:"n"`
+		Reason  string `json:"reason"`
+		OrderID string `json:"order_id"`
+	}{1, "r", "O1"})
+	require.NoError(t, err)
+	assert.Equal(t, base, reordered, "field order must not matter")
+	assert.True(t, strings.HasPrefix(base, "sha256:"))
+	for name, other := range map[string][3]any{
+		"tool":     {"other_tool", "alice", map[string]any{"order_id": "O1", "reason": "r", "n": 1}},
+		"end user": {"request_risk_review", "bob", map[string]any{"order_id": "O1", "reason": "r", "n": 1}},
+		"argument": {"request_risk_review", "alice", map[string]any{"order_id": "O1", "reason": "r2", "n": 1}},
+	} {
+		d, err := operation.RequestDigest(other[0].(string), other[1].(string), other[2])
+		require.NoError(t, err)
+		assert.NotEqual(t, base, d, name)
+	}
+}
+
+func TestBusinessKeyRefusesAmbiguousParts(t *testing.T) {
+	k, err := operation.NewBusinessKey("risk_review", "O20260728001", "standard", "g1")
+	require.NoError(t, err)
+	assert.Equal(t, "risk_review|O20260728001|standard|g1", k)
+	for _, parts := range [][]string{{}, {""}, {"a|b"}, {strings.Repeat("x", 600)}} {
+		_, err := operation.NewBusinessKey("risk_review", parts...)
+		assert.ErrorIs(t, err, operation.ErrInvalid, "%q", parts)
+	}
+}
+
+func TestIntentValidation(t *testing.T) {
+	good := intent(t)
+	require.NoError(t, good.Validate())
+	bad := []func(*operation.Intent){
+		func(i *operation.Intent) { i.BusinessKey = "" },
+		func(i *operation.Intent) { i.RequestDigest = "md5:abc" },
+		func(i *operation.Intent) { i.EndUserID = "" },
+		func(i *operation.Intent) { i.Key.OperationID = "x" },
+	}
+	for n, mutate := range bad {
+		in := intent(t)
+		mutate(&in)
+		_, err := operation.New(in, t0, time.Second)
+		assert.True(t, errors.Is(err, operation.ErrInvalid), "case %d: %v", n, err)
+	}
+}
+
+func intent(t *testing.T) operation.Intent {
+	t.Helper()
+	key, err := operation.NewRequestKey("client-1", "request_risk_review", "op-00000001")
+	require.NoError(t, err)
+	d, err := operation.RequestDigest(key.Tool, "alice", map[string]string{"order_id": "O1"})
+	require.NoError(t, err)
+	return operation.Intent{Key: key, BusinessKey: "risk_review|O1|standard|g1", RequestDigest: d, EndUserID: "alice", TenantID: "M1"}
+}
+
+func newOp(t *testing.T) operation.Operation {
+	t.Helper()
+	op, err := operation.New(intent(t), t0, 30*time.Second)
+	require.NoError(t, err)
+	return op
+}
+
+// opIn builds an operation in any state by walking legal events.
+func opIn(t *testing.T, s operation.State) operation.Operation {
+	t.Helper()
+	paths := map[operation.State][]operation.EventType{
+		operation.StatePending:   nil,
+		operation.StateSucceeded: {operation.EventCreateSucceeded},
+		operation.StateFailed:    {operation.EventBusinessRejected},
+		operation.StateUnknown:   {operation.EventClientTimeout},
+		operation.StateRetryable: {operation.EventNotDispatched},
+		operation.StateEscalated: {operation.EventClientTimeout, operation.EventProbeMultiple},
+	}
+	op := newOp(t)
+	for _, ev := range paths[s] {
+		var err error
+		op, err = op.Apply(operation.Event{Type: ev, At: t0})
+		require.NoError(t, err)
+	}
+	require.Equal(t, s, op.State)
+	return op
+}
