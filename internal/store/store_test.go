@@ -1,0 +1,396 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+var engine *enginetest.Engine
+
+func TestMain(m *testing.M) {
+	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
+}
+
+var t0 = time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC)
+
+type fixture struct {
+	st    *store.Store
+	db    *dynamodb.Client
+	table string
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	db, err := engine.Client(ctx)
+	require.NoError(t, err)
+	table := enginetest.TableName(t)
+	st, err := store.New(db, store.Config{Table: table})
+	require.NoError(t, err)
+	require.NoError(t, st.EnsureTable(ctx))
+	require.NoError(t, st.EnsureTable(ctx), "EnsureTable must be idempotent")
+	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
+	return fixture{st: st, db: db, table: table}
+}
+
+func newOp(t *testing.T, client, opID, businessKey, reason string) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey(client, "request_risk_review", opID)
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(key.Tool, "alice", map[string]string{"order_id": "O20260728001", "reason": reason})
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: businessKey, RequestDigest: digest, EndUserID: "alice", TenantID: "M1",
+		Target: map[string]string{"order_id": "O20260728001"}, Payload: map[string]string{"reason": reason},
+	}, t0, 30*time.Second)
+	require.NoError(t, err)
+	return op
+}
+
+func (f fixture) rawItem(t *testing.T, pk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(f.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+	})
+	require.NoError(t, err)
+	return out.Item
+}
+
+func (f fixture) itemCount(t *testing.T) int {
+	t.Helper()
+	// A Scan is fine in a test that counts what a refused write left behind.
+	out, err := f.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.table), Select: types.SelectCount})
+	require.NoError(t, err)
+	return int(out.Count)
+}
+
+func TestInsertThenReplayReturnsTheStoredOperation(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "risk_review|O20260728001|standard|g1", "chargeback")
+	res, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	assert.Equal(t, store.Inserted, res.Kind)
+
+	again := newOp(t, "client-a", "op-00000001", "risk_review|O20260728001|standard|g1", "chargeback")
+	res, err = f.st.InsertIfAbsent(ctx, again)
+	require.NoError(t, err)
+	assert.Equal(t, store.Replay, res.Kind)
+	assert.Equal(t, op.Handle, res.Operation.Handle)
+	assert.Equal(t, op.Journal, res.Operation.Journal)
+
+	got, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, op.RequestDigest, got.RequestDigest)
+	assert.Equal(t, op.Payload, got.Payload)
+	assert.True(t, op.DueAt.Equal(got.DueAt))
+}
+
+func TestSameBusinessKeyFrom64RequestKeysInsertsExactlyOne(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const n = 64
+	results := make([]store.InsertResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		op := newOp(t, "client-a", fmt.Sprintf("op-race-%04d", i), "risk_review|O20260728001|standard|g1", "chargeback")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = f.st.InsertIfAbsent(ctx, op)
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	var winner string
+	kinds := map[store.InsertKind]int{}
+	for i := range n {
+		require.NoError(t, errs[i])
+		kinds[results[i].Kind]++
+		if results[i].Kind == store.Inserted {
+			winner = results[i].Operation.Handle
+		}
+	}
+	assert.Equal(t, map[store.InsertKind]int{store.Inserted: 1, store.BusinessKeyHeld: n - 1}, kinds)
+	for i := range n {
+		assert.Equal(t, winner, results[i].Operation.Handle, "every loser gets the winner's operation")
+	}
+	assert.Equal(t, 2, f.itemCount(t), "one operation item and one business-key item")
+}
+
+func Test64RacersOnOneTransitionExactlyOneWins(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|race", "r")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+
+	const n = 64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), Actor: fmt.Sprint(i)})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		if err == nil {
+			wins++
+			continue
+		}
+		var stale *store.StaleError
+		require.ErrorAs(t, err, &stale)
+		assert.ErrorIs(t, err, store.ErrStale)
+	}
+	assert.Equal(t, 1, wins)
+	got, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Version)
+	assert.Len(t, got.Journal, 3, "exactly one journal event appended")
+}
+
+func TestLateTimeoutCannotOverwriteSucceeded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|late", "r")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	done, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second), ResourceID: "rv-1"})
+	require.NoError(t, err)
+
+	// The late event was computed from the PENDING version it saw.
+	_, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(2 * time.Second)})
+	var stale *store.StaleError
+	require.ErrorAs(t, err, &stale)
+	require.NotNil(t, stale.Current)
+	assert.Equal(t, operation.StateSucceeded, stale.Current.State)
+
+	// And from the SUCCEEDED version it is illegal outright.
+	_, err = f.st.Transition(ctx, done, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(3 * time.Second)})
+	require.ErrorIs(t, err, operation.ErrIllegalTransition)
+
+	got, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateSucceeded, got.State)
+	assert.Equal(t, operation.OutcomeCommittedAndVerified, got.Outcome)
+	assert.Equal(t, "rv-1", got.ResourceID)
+}
+
+func TestFailedReleasesTheBusinessKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728001|standard|g1"
+	first := newOp(t, "client-a", "op-00000001", bk, "r")
+	_, err := f.st.InsertIfAbsent(ctx, first)
+	require.NoError(t, err)
+
+	second := newOp(t, "client-a", "op-00000002", bk, "r")
+	res, err := f.st.InsertIfAbsent(ctx, second)
+	require.NoError(t, err)
+	require.Equal(t, store.BusinessKeyHeld, res.Kind)
+
+	failed, err := f.st.Transition(ctx, first, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, failed.State)
+	assert.Empty(t, f.rawItem(t, "bk#"+bk), "business key deleted in the same transaction")
+	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "settled operations get a TTL")
+
+	res, err = f.st.InsertIfAbsent(ctx, second)
+	require.NoError(t, err)
+	assert.Equal(t, store.Inserted, res.Kind)
+}
+
+func TestSucceededKeepsTheBusinessKeyWithTTL(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|keep", "r")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	_, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	bk := f.rawItem(t, "bk#bk|keep")
+	require.NotEmpty(t, bk)
+	assert.Contains(t, bk, "expires_at")
+}
+
+func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|conflict", "original reason")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	before := f.rawItem(t, "op#"+op.Handle)
+	bkBefore := f.rawItem(t, "bk#bk|conflict")
+
+	changed := newOp(t, "client-a", "op-00000001", "bk|conflict", "changed reason")
+	res, err := f.st.InsertIfAbsent(ctx, changed)
+	require.NoError(t, err)
+	assert.Equal(t, store.Conflict, res.Kind)
+	assert.Equal(t, op.RequestDigest, res.Operation.RequestDigest)
+
+	assert.Equal(t, before, f.rawItem(t, "op#"+op.Handle))
+	assert.Equal(t, bkBefore, f.rawItem(t, "bk#bk|conflict"))
+	assert.Equal(t, 2, f.itemCount(t))
+}
+
+func TestOtherClientsSameOperationIDNeverCollides(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a := newOp(t, "client-a", "op-00000001", "bk|a", "r")
+	b := newOp(t, "client-b", "op-00000001", "bk|b", "other")
+	for _, op := range []operation.Operation{a, b} {
+		res, err := f.st.InsertIfAbsent(ctx, op)
+		require.NoError(t, err)
+		assert.Equal(t, store.Inserted, res.Kind)
+	}
+}
+
+func TestSparseIndexHoldsOnlyDueWork(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|due", "r")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	assert.Contains(t, f.rawItem(t, "op#"+op.Handle), "gsi1pk", "PENDING carries its lease in the index")
+
+	page, err := f.st.Due(ctx, t0.Add(10*time.Second), 10, "")
+	require.NoError(t, err)
+	assert.Empty(t, page.Operations, "lease not yet expired")
+
+	unknown, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
+	require.NoError(t, err)
+	page, err = f.st.Due(ctx, t0.Add(4*time.Second), 10, "")
+	require.NoError(t, err)
+	assert.Empty(t, page.Operations, "not due before its next probe")
+	page, err = f.st.Due(ctx, t0.Add(5*time.Second), 10, "")
+	require.NoError(t, err)
+	require.Len(t, page.Operations, 1)
+	assert.Equal(t, operation.StateUnknown, page.Operations[0].State)
+
+	_, err = f.st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeFoundOne, At: t0.Add(6 * time.Second), ResourceID: "rv-1"})
+	require.NoError(t, err)
+	item := f.rawItem(t, "op#"+op.Handle)
+	assert.NotContains(t, item, "gsi1pk")
+	assert.NotContains(t, item, "gsi1sk")
+	page, err = f.st.Due(ctx, t0.Add(time.Hour), 10, "")
+	require.NoError(t, err)
+	assert.Empty(t, page.Operations)
+	assert.Zero(t, page.ItemsRead)
+}
+
+func TestDuePagesThroughOnlyWhatIsDue(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var dueHandles []string
+	for i := range 7 {
+		op := newOp(t, "client-a", fmt.Sprintf("op-page-%04d", i), fmt.Sprintf("bk|%d", i), "r")
+		_, err := f.st.InsertIfAbsent(ctx, op)
+		require.NoError(t, err)
+		ev := operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(time.Duration(i) * time.Minute)}
+		if i == 6 {
+			ev = operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)}
+		}
+		_, err = f.st.Transition(ctx, op, ev)
+		require.NoError(t, err)
+		if i < 4 {
+			dueHandles = append(dueHandles, op.Handle)
+		}
+	}
+	var got []string
+	cursor, pages, read := "", 0, 0
+	for {
+		page, err := f.st.Due(ctx, t0.Add(3*time.Minute), 3, cursor)
+		require.NoError(t, err)
+		pages++
+		read += page.ItemsRead
+		for _, op := range page.Operations {
+			got = append(got, op.Handle)
+		}
+		if page.Cursor == "" {
+			break
+		}
+		cursor = page.Cursor
+		require.Less(t, pages, 5, "paging must end")
+	}
+	assert.Equal(t, dueHandles, got, "oldest first, only due ones")
+	assert.Equal(t, 4, read, "the query reads only due items")
+}
+
+func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	good := newOp(t, "client-a", "op-00000001", "bk|good", "r")
+	cases := map[string]func(*operation.Operation){
+		"empty operation id":      func(o *operation.Operation) { o.Key.OperationID = "" },
+		"overlong operation id":   func(o *operation.Operation) { o.Key.OperationID = strings.Repeat("a", 129) },
+		"ill-formed operation id": func(o *operation.Operation) { o.Key.OperationID = "bad key!" },
+		"empty client":            func(o *operation.Operation) { o.Key.ClientID = "" },
+		"empty business key":      func(o *operation.Operation) { o.BusinessKey = "" },
+		"overlong business key":   func(o *operation.Operation) { o.BusinessKey = strings.Repeat("b", 600) },
+		"bad digest":              func(o *operation.Operation) { o.RequestDigest = "sha256:xyz" },
+		"handle not derived":      func(o *operation.Operation) { o.Handle = "op_aaaaaaaaaaaaaaaaaaaaaaaaaa" },
+		"not pending":             func(o *operation.Operation) { o.State = operation.StateSucceeded },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			op := good
+			mutate(&op)
+			_, err := f.st.InsertIfAbsent(ctx, op)
+			require.ErrorIs(t, err, operation.ErrInvalid)
+		})
+	}
+	_, err := f.st.Get(ctx, "not-a-handle")
+	require.ErrorIs(t, err, operation.ErrInvalid)
+	_, err = f.st.Due(ctx, t0, 0, "")
+	require.ErrorIs(t, err, operation.ErrInvalid)
+	_, err = f.st.Due(ctx, t0, 10, "%%%")
+	require.ErrorIs(t, err, operation.ErrInvalid)
+	assert.Equal(t, 0, f.itemCount(t), "nothing written")
+
+	// A journal at its bound: the transition is refused and nothing changes.
+	_, err = f.st.InsertIfAbsent(ctx, good)
+	require.NoError(t, err)
+	before := f.rawItem(t, "op#"+good.Handle)
+	full := good
+	for len(full.Journal) < operation.MaxJournal {
+		full.Journal = append(full.Journal, operation.Event{Type: operation.EventProbeInconclusive, At: t0})
+	}
+	_, err = f.st.Transition(ctx, full, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.ErrorIs(t, err, operation.ErrJournalFull)
+	assert.Equal(t, before, f.rawItem(t, "op#"+good.Handle))
+}
+
+func TestGetUnknownHandleIsNotFound(t *testing.T) {
+	f := newFixture(t)
+	key, err := operation.NewRequestKey("client-a", "request_risk_review", "op-missing-1")
+	require.NoError(t, err)
+	_, err = f.st.GetByKey(context.Background(), key)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
