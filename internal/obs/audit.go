@@ -1,0 +1,191 @@
+package obs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Audit record kinds.
+const (
+	KindToolCall   = "tool_call"
+	KindTransition = "transition"
+	KindReconcile  = "reconcile"
+	KindAuthReject = "auth_reject"
+)
+
+// Policy decisions as recorded.
+const (
+	PolicyAllow         = "allow"
+	PolicyDeny          = "deny"
+	PolicyNotApplicable = "n/a"
+)
+
+// AuditRecord is everything an operator needs to reconstruct a tool call or
+// a transition (seed 000, section 10): who, for whom, which tool and keys,
+// why policy allowed it, what happened downstream and to the state.
+//
+// There is deliberately no field for raw arguments, reason text or bearer
+// tokens: the record can only carry an argument digest, so a log reader can
+// match a call to a request without seeing its content.
+type AuditRecord struct {
+	Kind              string        // KindToolCall, KindTransition, KindReconcile, KindAuthReject
+	RequestID         string        // per-request id (API Gateway / Lambda request id)
+	OperationHash     string        // HashID of the scoped operation_id; never the raw key
+	BusinessKey       string        // the invariant key, e.g. order+type+generation
+	Tool              string        // MCP tool name
+	ClientPrincipal   string        // which MCP client (token client_id / azp)
+	EndUserPrincipal  string        // on whose behalf (token sub, tenant)
+	PolicyDecision    string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
+	ArgumentDigest    string        // request_digest (SHA-256 of canonical arguments)
+	Status            string        // operation status after the call/transition
+	Outcome           string        // outcome vocabulary shown to the caller
+	FromState         string        // transition source state
+	ToState           string        // transition target state
+	Event             string        // journal event that drove the transition
+	DownstreamLatency time.Duration // provider call latency; written in ms
+	ErrorClass        string        // failure classification (timeout, reset, 5xx, ...)
+	ProbeCount        int           // reconciler probes so far
+	ClaimResult       string        // reconciler CAS claim: won, lost, ...
+	Code              string        // stable result code returned to the caller
+	Deduplicated      bool          // answered from an existing operation
+	Duration          time.Duration // whole call / step duration; written in ms
+}
+
+// Audit log keys. Stable: dashboards and queries depend on them.
+const (
+	keyKind              = "kind"
+	keyRequestID         = "request_id"
+	keyOperationHash     = "operation_hash"
+	keyBusinessKey       = "business_key"
+	keyTool              = "tool"
+	keyClientPrincipal   = "client_principal"
+	keyEndUserPrincipal  = "end_user_principal"
+	keyPolicyDecision    = "policy_decision"
+	keyArgumentDigest    = "argument_digest"
+	keyStatus            = "status"
+	keyOutcome           = "outcome"
+	keyFromState         = "from_state"
+	keyToState           = "to_state"
+	keyEvent             = "event"
+	keyDownstreamLatency = "downstream_latency_ms"
+	keyErrorClass        = "error_class"
+	keyProbeCount        = "probe_count"
+	keyClaimResult       = "claim_result"
+	keyCode              = "code"
+	keyDeduplicated      = "deduplicated"
+	keyDuration          = "duration_ms"
+)
+
+// AuditMessage is the slog message of every audit record, so audit lines
+// can be told apart from other log lines on the same stream.
+const AuditMessage = "audit"
+
+// Auditor writes audit records as JSON lines through log/slog.
+type Auditor struct {
+	logger *slog.Logger
+}
+
+// NewAuditor writes one JSON object per line to w (os.Stdout under Lambda).
+// Each line carries slog's time, level and msg (AuditMessage) followed by
+// the record's non-empty fields. A nil w discards.
+func NewAuditor(w io.Writer) *Auditor {
+	if w == nil {
+		w = io.Discard
+	}
+	return &Auditor{logger: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+}
+
+// Logger is the underlying JSON logger, for callers that want ordinary log
+// lines on the same stream.
+func (a *Auditor) Logger() *slog.Logger {
+	if a == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.logger
+}
+
+// Record writes r as one line. Empty fields are omitted. An OperationHash
+// not in HashID form is hashed (scope "") before writing, so a raw key
+// passed by mistake never reaches the log.
+func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
+	if a == nil {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 21)
+	str := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	ms := func(k string, d time.Duration) {
+		if d != 0 {
+			attrs = append(attrs, slog.Float64(k, float64(d)/float64(time.Millisecond)))
+		}
+	}
+	opHash := r.OperationHash
+	if opHash != "" && !isHashID(opHash) {
+		opHash = HashID("", opHash)
+	}
+
+	str(keyKind, r.Kind)
+	str(keyRequestID, r.RequestID)
+	str(keyOperationHash, opHash)
+	str(keyBusinessKey, r.BusinessKey)
+	str(keyTool, r.Tool)
+	str(keyClientPrincipal, r.ClientPrincipal)
+	str(keyEndUserPrincipal, r.EndUserPrincipal)
+	str(keyPolicyDecision, r.PolicyDecision)
+	str(keyArgumentDigest, r.ArgumentDigest)
+	str(keyStatus, r.Status)
+	str(keyOutcome, r.Outcome)
+	str(keyFromState, r.FromState)
+	str(keyToState, r.ToState)
+	str(keyEvent, r.Event)
+	ms(keyDownstreamLatency, r.DownstreamLatency)
+	str(keyErrorClass, r.ErrorClass)
+	if r.ProbeCount != 0 {
+		attrs = append(attrs, slog.Int(keyProbeCount, r.ProbeCount))
+	}
+	str(keyClaimResult, r.ClaimResult)
+	str(keyCode, r.Code)
+	if r.Deduplicated {
+		attrs = append(attrs, slog.Bool(keyDeduplicated, true))
+	}
+	ms(keyDuration, r.Duration)
+
+	a.logger.LogAttrs(ctx, slog.LevelInfo, AuditMessage, attrs...)
+}
+
+// hashIDPrefix marks values produced by HashID.
+const hashIDPrefix = "h:"
+
+// HashID returns "h:" + the first 16 hex digits of SHA-256(scope, 0x00, id).
+// It lets an operator correlate records about one operation (hash the key a
+// client reports and search for it) without the log revealing the caller's
+// key. Scope is what the key is scoped by (e.g. client principal and tool),
+// so equal keys from different clients do not correlate. This is
+// pseudonymisation, not secrecy: someone who can guess a low-entropy key can
+// confirm it; operation ids are expected to be random (UUIDs).
+func HashID(scope, id string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	return hashIDPrefix + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func isHashID(s string) bool {
+	if len(s) != len(hashIDPrefix)+16 || s[:len(hashIDPrefix)] != hashIDPrefix {
+		return false
+	}
+	for _, c := range s[len(hashIDPrefix):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,261 @@
+package obs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Units used by this project (CloudWatch MetricDatum units).
+const (
+	UnitCount        = "Count"
+	UnitMilliseconds = "Milliseconds"
+)
+
+// validUnits is the unit list of the EMF JSON schema.
+var validUnits = map[string]bool{
+	"Seconds": true, "Microseconds": true, "Milliseconds": true,
+	"Bytes": true, "Kilobytes": true, "Megabytes": true, "Gigabytes": true, "Terabytes": true,
+	"Bits": true, "Kilobits": true, "Megabits": true, "Gigabits": true, "Terabits": true,
+	"Percent": true, "Count": true,
+	"Bytes/Second": true, "Kilobytes/Second": true, "Megabytes/Second": true,
+	"Gigabytes/Second": true, "Terabytes/Second": true,
+	"Bits/Second": true, "Kilobits/Second": true, "Megabits/Second": true,
+	"Gigabits/Second": true, "Terabits/Second": true,
+	"Count/Second": true, "None": true,
+}
+
+// EMF limits from the specification.
+const (
+	emfMaxNamespace    = 1024
+	emfMaxMetricName   = 1024
+	emfMaxDimensions   = 30
+	emfMaxDimensionKey = 250
+	emfMaxDimensionVal = 1024
+	emfMetadataKey     = "_aws"
+)
+
+// Metric names the system emits. Alarms in template.yaml refer to these.
+const (
+	MetricToolCalls            = "tool_calls"
+	MetricToolErrors           = "tool_errors"
+	MetricAuthRejections       = "auth_rejections"
+	MetricDownstreamLatency    = "downstream_latency_ms"
+	MetricOverloaded           = "overloaded"
+	MetricUnknownOperations    = "unknown_operations"
+	MetricEscalatedOperations  = "escalated_operations"
+	MetricReconcileProbes      = "reconcile_probes"
+	MetricClaimConflicts       = "claim_conflicts"
+	MetricStreamRecordFailures = "stream_record_failures"
+)
+
+// Dimension names used by the helpers. Values must come from small, fixed
+// vocabularies (tool names, result codes): every distinct value is a new
+// CloudWatch metric, so never use ids or principals as dimensions.
+const (
+	DimTool     = "tool"
+	DimCode     = "code"
+	DimReason   = "reason"
+	DimProvider = "provider"
+	DimResult   = "result"
+)
+
+// Metric is one value to publish.
+type Metric struct {
+	Name       string
+	Value      float64
+	Unit       string            // UnitCount, UnitMilliseconds, or another CloudWatch unit; "" = None
+	Dimensions map[string]string // low-cardinality key/values; may be empty
+}
+
+// Metrics writes CloudWatch Embedded Metric Format lines: one JSON object
+// per line, which CloudWatch Logs turns into metrics without any API call.
+// Safe for concurrent use: each line is built in memory and written with a
+// single Write under a lock.
+type Metrics struct {
+	mu        sync.Mutex
+	w         io.Writer
+	namespace string
+	clock     func() time.Time
+}
+
+// NewMetrics writes to w (os.Stdout under Lambda) in the given CloudWatch
+// namespace. clock supplies EMF timestamps; nil means time.Now.
+func NewMetrics(w io.Writer, namespace string, clock func() time.Time) *Metrics {
+	if w == nil {
+		w = io.Discard
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Metrics{w: w, namespace: namespace, clock: clock}
+}
+
+type emfMetricDefinition struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit,omitempty"`
+}
+
+type emfDirective struct {
+	Namespace  string                `json:"Namespace"`
+	Dimensions [][]string            `json:"Dimensions"`
+	Metrics    []emfMetricDefinition `json:"Metrics"`
+}
+
+type emfMetadata struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+// Emit writes m as one EMF line:
+//
+//	{"_aws":{"Timestamp":<ms>,"CloudWatchMetrics":[{"Namespace":ns,
+//	  "Dimensions":[[k1,k2],[]],"Metrics":[{"Name":n,"Unit":u}]}]},
+//	 "k1":"v1","k2":"v2","<n>":<value>}
+//
+// When m has dimensions, a second, empty dimension set publishes the same
+// value without dimensions too, so alarms can watch the total ("any
+// ESCALATED") without listing every dimension value.
+// Errors: invalid input against the EMF limits, or the writer's error.
+func (ms *Metrics) Emit(ctx context.Context, m Metric) error {
+	if ms == nil {
+		return nil
+	}
+	line, err := ms.encode(m)
+	if err != nil {
+		return err
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if _, err := ms.w.Write(line); err != nil {
+		return fmt.Errorf("obs: write metric %q: %w", m.Name, err)
+	}
+	return nil
+}
+
+func (ms *Metrics) encode(m Metric) ([]byte, error) {
+	if err := ms.validate(m); err != nil {
+		return nil, err
+	}
+	keys := slices.Sorted(maps.Keys(m.Dimensions))
+	dimensionSets := [][]string{{}}
+	if len(keys) > 0 {
+		dimensionSets = [][]string{keys, {}}
+	}
+	doc := make(map[string]any, len(keys)+2)
+	doc[emfMetadataKey] = emfMetadata{
+		Timestamp: ms.clock().UnixMilli(),
+		CloudWatchMetrics: []emfDirective{{
+			Namespace:  ms.namespace,
+			Dimensions: dimensionSets,
+			Metrics:    []emfMetricDefinition{{Name: m.Name, Unit: m.Unit}},
+		}},
+	}
+	for _, k := range keys {
+		doc[k] = m.Dimensions[k]
+	}
+	doc[m.Name] = m.Value
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("obs: encode metric %q: %w", m.Name, err)
+	}
+	return append(line, '\n'), nil
+}
+
+func (ms *Metrics) validate(m Metric) error {
+	switch {
+	case ms.namespace == "" || len(ms.namespace) > emfMaxNamespace:
+		return fmt.Errorf("obs: metric namespace must be 1..%d characters", emfMaxNamespace)
+	case m.Name == "" || len(m.Name) > emfMaxMetricName:
+		return fmt.Errorf("obs: metric name must be 1..%d characters", emfMaxMetricName)
+	case m.Name == emfMetadataKey:
+		return fmt.Errorf("obs: metric name %q is reserved", m.Name)
+	case math.IsNaN(m.Value) || math.IsInf(m.Value, 0):
+		return fmt.Errorf("obs: metric %q: value %v is not a finite number", m.Name, m.Value)
+	case m.Unit != "" && !validUnits[m.Unit]:
+		return fmt.Errorf("obs: metric %q: unit %q is not a CloudWatch unit", m.Name, m.Unit)
+	case len(m.Dimensions) > emfMaxDimensions:
+		return fmt.Errorf("obs: metric %q: %d dimensions, at most %d", m.Name, len(m.Dimensions), emfMaxDimensions)
+	}
+	for k, v := range m.Dimensions {
+		switch {
+		case k == "" || len(k) > emfMaxDimensionKey:
+			return fmt.Errorf("obs: metric %q: dimension name must be 1..%d characters", m.Name, emfMaxDimensionKey)
+		case k == emfMetadataKey || k == m.Name:
+			return fmt.Errorf("obs: metric %q: dimension name %q collides with the metric document", m.Name, k)
+		case v == "" || len(v) > emfMaxDimensionVal:
+			return fmt.Errorf("obs: metric %q: dimension %q value must be 1..%d characters", m.Name, k, emfMaxDimensionVal)
+		}
+	}
+	return nil
+}
+
+func (ms *Metrics) count(ctx context.Context, name string, dims map[string]string) error {
+	return ms.Emit(ctx, Metric{Name: name, Value: 1, Unit: UnitCount, Dimensions: dims})
+}
+
+// ToolCall counts one tool call.
+func (ms *Metrics) ToolCall(ctx context.Context, tool string) error {
+	return ms.count(ctx, MetricToolCalls, map[string]string{DimTool: tool})
+}
+
+// ToolError counts a call that ended with an error result, by stable code.
+func (ms *Metrics) ToolError(ctx context.Context, tool, code string) error {
+	return ms.count(ctx, MetricToolErrors, map[string]string{DimTool: tool, DimCode: code})
+}
+
+// AuthRejection counts a request refused before MCP (missing/invalid token).
+// reason must be a fixed vocabulary (e.g. "missing", "expired", "audience").
+func (ms *Metrics) AuthRejection(ctx context.Context, reason string) error {
+	return ms.count(ctx, MetricAuthRejections, map[string]string{DimReason: reason})
+}
+
+// DownstreamLatency records one provider call's latency in milliseconds.
+func (ms *Metrics) DownstreamLatency(ctx context.Context, provider string, d time.Duration) error {
+	return ms.Emit(ctx, Metric{
+		Name:       MetricDownstreamLatency,
+		Value:      float64(d) / float64(time.Millisecond),
+		Unit:       UnitMilliseconds,
+		Dimensions: map[string]string{DimProvider: provider},
+	})
+}
+
+// Overloaded counts a call refused by the admission gate (reason queue_full
+// or wait_exceeded).
+func (ms *Metrics) Overloaded(ctx context.Context, tool, reason string) error {
+	return ms.count(ctx, MetricOverloaded, map[string]string{DimTool: tool, DimReason: reason})
+}
+
+// UnknownOperation counts an operation entering UNKNOWN.
+func (ms *Metrics) UnknownOperation(ctx context.Context, tool string) error {
+	return ms.count(ctx, MetricUnknownOperations, map[string]string{DimTool: tool})
+}
+
+// EscalatedOperation counts an operation entering ESCALATED, by cause
+// (e.g. "multiple_effects", "probe_budget", "retry_budget").
+func (ms *Metrics) EscalatedOperation(ctx context.Context, tool, cause string) error {
+	return ms.count(ctx, MetricEscalatedOperations, map[string]string{DimTool: tool, DimReason: cause})
+}
+
+// ReconcileProbe counts one reconciler probe by provider and result
+// (e.g. "found", "not_found", "inconclusive", "multiple", "error").
+func (ms *Metrics) ReconcileProbe(ctx context.Context, provider, result string) error {
+	return ms.count(ctx, MetricReconcileProbes, map[string]string{DimProvider: provider, DimResult: result})
+}
+
+// ClaimConflict counts a reconciler claim lost to another worker's CAS.
+func (ms *Metrics) ClaimConflict(ctx context.Context) error {
+	return ms.count(ctx, MetricClaimConflicts, nil)
+}
+
+// StreamRecordFailure counts a stream record reported back as a batch item
+// failure.
+func (ms *Metrics) StreamRecordFailure(ctx context.Context) error {
+	return ms.count(ctx, MetricStreamRecordFailures, nil)
+}

@@ -1,0 +1,223 @@
+package obs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var fixedTime = time.Date(2026, 7, 28, 12, 0, 0, 123_000_000, time.UTC)
+
+func fixedClock() time.Time { return fixedTime }
+
+// emfDoc mirrors the EMF document for decoding in tests.
+type emfDoc struct {
+	AWS struct {
+		Timestamp         int64
+		CloudWatchMetrics []struct {
+			Namespace  string
+			Dimensions [][]string
+			Metrics    []map[string]any
+		}
+	} `json:"_aws"`
+}
+
+// assertEMFConforms checks one line against the EMF specification's
+// structural rules: a root object with _aws.Timestamp (ms) and
+// CloudWatchMetrics; each directive has Namespace, at least one dimension
+// set of at most 30 keys, and metric definitions with a Name; every
+// referenced dimension is a root member with a string value; every metric
+// is a root member with a numeric value.
+func assertEMFConforms(t *testing.T, line []byte) (emfDoc, map[string]any) {
+	t.Helper()
+	require.True(t, bytes.HasSuffix(line, []byte("\n")), "one line per metric")
+	require.Equal(t, 1, bytes.Count(line, []byte("\n")))
+
+	var root map[string]any
+	require.NoError(t, json.Unmarshal(line, &root))
+	var doc emfDoc
+	require.NoError(t, json.Unmarshal(line, &doc))
+
+	aws, ok := root["_aws"].(map[string]any)
+	require.True(t, ok, "_aws must be an object")
+	assert.Equal(t, []string{"CloudWatchMetrics", "Timestamp"}, keysOf(aws), "metadata has no extra members")
+	require.NotEmpty(t, doc.AWS.CloudWatchMetrics)
+	for _, d := range doc.AWS.CloudWatchMetrics {
+		assert.NotEmpty(t, d.Namespace)
+		require.NotEmpty(t, d.Dimensions, "Dimensions needs at least one set")
+		for _, set := range d.Dimensions {
+			assert.LessOrEqual(t, len(set), 30)
+			for _, k := range set {
+				v, ok := root[k].(string)
+				assert.True(t, ok, "dimension %q must be a root string member", k)
+				assert.NotEmpty(t, v)
+			}
+		}
+		require.NotEmpty(t, d.Metrics)
+		assert.LessOrEqual(t, len(d.Metrics), 100)
+		for _, def := range d.Metrics {
+			name, ok := def["Name"].(string)
+			require.True(t, ok, "metric definition needs a Name")
+			_, isNum := root[name].(float64)
+			assert.True(t, isNum, "metric %q must be a root numeric member", name)
+			for k := range def {
+				assert.Contains(t, []string{"Name", "Unit", "StorageResolution"}, k)
+			}
+		}
+	}
+	return doc, root
+}
+
+func TestEmitWritesOneSpecConformingEMFLine(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, "IntentGate", fixedClock)
+
+	err := m.Emit(context.Background(), Metric{
+		Name:       "tool_errors",
+		Value:      1,
+		Unit:       UnitCount,
+		Dimensions: map[string]string{"tool": "create_risk_review", "code": "OVERLOADED"},
+	})
+	require.NoError(t, err)
+
+	assert.JSONEq(t, `{
+		"_aws": {
+			"Timestamp": 1785240000123,
+			"CloudWatchMetrics": [{
+				"Namespace": "IntentGate",
+				"Dimensions": [["code", "tool"], []],
+				"Metrics": [{"Name": "tool_errors", "Unit": "Count"}]
+			}]
+		},
+		"code": "OVERLOADED",
+		"tool": "create_risk_review",
+		"tool_errors": 1
+	}`, buf.String())
+
+	doc, _ := assertEMFConforms(t, buf.Bytes())
+	assert.Equal(t, fixedTime.UnixMilli(), doc.AWS.Timestamp)
+}
+
+func TestEmitWithoutDimensionsUsesOneEmptyDimensionSet(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, "IntentGate", fixedClock)
+	require.NoError(t, m.Emit(context.Background(), Metric{Name: "claim_conflicts", Value: 2}))
+
+	doc, root := assertEMFConforms(t, buf.Bytes())
+	assert.Equal(t, [][]string{{}}, doc.AWS.CloudWatchMetrics[0].Dimensions)
+	_, hasUnit := doc.AWS.CloudWatchMetrics[0].Metrics[0]["Unit"]
+	assert.False(t, hasUnit, "no unit means CloudWatch's default None")
+	assert.InDelta(t, 2.0, root["claim_conflicts"], 0)
+}
+
+func TestEmitRejectsDocumentsTheSpecForbids(t *testing.T) {
+	tooMany := map[string]string{}
+	for i := range 31 {
+		tooMany[strings.Repeat("k", i+1)] = "v"
+	}
+	tests := []struct {
+		name      string
+		namespace string
+		metric    Metric
+	}{
+		{"empty namespace", "", Metric{Name: "x", Value: 1}},
+		{"empty name", "ns", Metric{Name: "", Value: 1}},
+		{"reserved name", "ns", Metric{Name: "_aws", Value: 1}},
+		{"NaN", "ns", Metric{Name: "x", Value: math.NaN()}},
+		{"infinity", "ns", Metric{Name: "x", Value: math.Inf(1)}},
+		{"unknown unit", "ns", Metric{Name: "x", Value: 1, Unit: "Widgets"}},
+		{"too many dimensions", "ns", Metric{Name: "x", Value: 1, Dimensions: tooMany}},
+		{"empty dimension value", "ns", Metric{Name: "x", Value: 1, Dimensions: map[string]string{"tool": ""}}},
+		{"dimension named like the metric", "ns", Metric{Name: "x", Value: 1, Dimensions: map[string]string{"x": "v"}}},
+		{"dimension named _aws", "ns", Metric{Name: "x", Value: 1, Dimensions: map[string]string{"_aws": "v"}}},
+		{"overlong dimension value", "ns", Metric{Name: "x", Value: 1, Dimensions: map[string]string{"k": strings.Repeat("v", 1025)}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := NewMetrics(&buf, tc.namespace, fixedClock).Emit(context.Background(), tc.metric)
+			assert.Error(t, err)
+			assert.Zero(t, buf.Len(), "nothing written for an invalid metric")
+		})
+	}
+}
+
+func TestMetricHelpersEmitTheSystemsMetrics(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		emit  func(m *Metrics) error
+		want  string
+		unit  string
+		value float64
+		dims  map[string]string
+	}{
+		{"tool call", func(m *Metrics) error { return m.ToolCall(ctx, "create_risk_review") },
+			"tool_calls", "Count", 1, map[string]string{"tool": "create_risk_review"}},
+		{"tool error", func(m *Metrics) error { return m.ToolError(ctx, "create_risk_review", "CONFLICT") },
+			"tool_errors", "Count", 1, map[string]string{"tool": "create_risk_review", "code": "CONFLICT"}},
+		{"auth rejection", func(m *Metrics) error { return m.AuthRejection(ctx, "expired") },
+			"auth_rejections", "Count", 1, map[string]string{"reason": "expired"}},
+		{"downstream latency", func(m *Metrics) error { return m.DownstreamLatency(ctx, "risk", 1500*time.Microsecond) },
+			"downstream_latency_ms", "Milliseconds", 1.5, map[string]string{"provider": "risk"}},
+		{"overloaded", func(m *Metrics) error { return m.Overloaded(ctx, "create_risk_review", "queue_full") },
+			"overloaded", "Count", 1, map[string]string{"tool": "create_risk_review", "reason": "queue_full"}},
+		{"unknown", func(m *Metrics) error { return m.UnknownOperation(ctx, "create_deployment_ticket") },
+			"unknown_operations", "Count", 1, map[string]string{"tool": "create_deployment_ticket"}},
+		{"escalated", func(m *Metrics) error { return m.EscalatedOperation(ctx, "create_risk_review", "multiple_effects") },
+			"escalated_operations", "Count", 1, map[string]string{"tool": "create_risk_review", "reason": "multiple_effects"}},
+		{"probe", func(m *Metrics) error { return m.ReconcileProbe(ctx, "release", "not_found") },
+			"reconcile_probes", "Count", 1, map[string]string{"provider": "release", "result": "not_found"}},
+		{"claim conflict", func(m *Metrics) error { return m.ClaimConflict(ctx) },
+			"claim_conflicts", "Count", 1, nil},
+		{"stream failure", func(m *Metrics) error { return m.StreamRecordFailure(ctx) },
+			"stream_record_failures", "Count", 1, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, tc.emit(NewMetrics(&buf, "IntentGate", fixedClock)))
+			doc, root := assertEMFConforms(t, buf.Bytes())
+			d := doc.AWS.CloudWatchMetrics[0]
+			assert.Equal(t, "IntentGate", d.Namespace)
+			assert.Equal(t, tc.want, d.Metrics[0]["Name"])
+			assert.Equal(t, tc.unit, d.Metrics[0]["Unit"])
+			assert.InDelta(t, tc.value, root[tc.want], 1e-9)
+			for k, v := range tc.dims {
+				assert.Equal(t, v, root[k])
+			}
+			if len(tc.dims) > 0 {
+				assert.Len(t, d.Dimensions, 2, "dimensioned set plus the total")
+				assert.Len(t, d.Dimensions[0], len(tc.dims))
+				assert.Empty(t, d.Dimensions[1])
+			} else {
+				assert.Equal(t, [][]string{{}}, d.Dimensions)
+			}
+		})
+	}
+}
+
+type failingWriter struct{}
+
+var errDiskFull = errors.New("disk full")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
+
+func TestEmitReportsWriterFailure(t *testing.T) {
+	err := NewMetrics(failingWriter{}, "ns", nil).ToolCall(context.Background(), "t")
+	assert.ErrorIs(t, err, errDiskFull)
+}
+
+func TestNilMetricsIsANoOp(t *testing.T) {
+	var m *Metrics
+	assert.NoError(t, m.ToolCall(context.Background(), "t"))
+	assert.NoError(t, m.Emit(context.Background(), Metric{Name: "x", Value: 1}))
+}

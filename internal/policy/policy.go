@@ -1,0 +1,102 @@
+// Package policy makes object-level authorization decisions: may this end
+// user act on this object? Decisions use only trusted identity (token
+// claims) and the system of record, never tool arguments about who the
+// caller is.
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/intentgate/intentgate/internal/provider"
+)
+
+// Decision is an authorization answer with the reason recorded in audit.
+type Decision struct {
+	Allow  bool
+	Reason string
+}
+
+func allow(reason string) Decision { return Decision{Allow: true, Reason: reason} }
+func deny(reason string) Decision  { return Decision{Reason: reason} }
+
+// Orders is where order ownership is looked up (the Risk API contract).
+type Orders interface {
+	GetOrder(ctx context.Context, orderID string) (provider.Order, error)
+}
+
+// CanRequestRiskReview: the end user's merchant must own the order. An order
+// that does not exist is denied like a foreign one, so the answer reveals
+// nothing about other merchants' orders. An error means the owner could not
+// be established: the caller must not proceed.
+func CanRequestRiskReview(ctx context.Context, orders Orders, merchantID, orderID string) (Decision, error) {
+	if merchantID == "" {
+		return deny("token carries no merchant"), nil
+	}
+	order, err := orders.GetOrder(ctx, orderID)
+	if provider.ClassOf(err) == provider.ClassNotFound || provider.ClassOf(err) == provider.ClassRejected {
+		return deny("order not found"), nil
+	}
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy: look up owner of %s: %w", orderID, err)
+	}
+	if order.MerchantID != merchantID {
+		return deny("order belongs to another merchant"), nil
+	}
+	return allow("merchant owns order"), nil
+}
+
+// Roles the policies know.
+const (
+	RoleDeployer = "deployer"
+	RoleOperator = "operator"
+)
+
+// DeployGrants maps a team (the token's tenant claim) to the services its
+// deployers may create tickets for.
+type DeployGrants map[string][]string
+
+// ParseDeployGrants reads "team-a=svc1,svc2;team-b=svc3".
+func ParseDeployGrants(s string) (DeployGrants, error) {
+	grants := DeployGrants{}
+	if strings.TrimSpace(s) == "" {
+		return grants, nil
+	}
+	for _, entry := range strings.Split(s, ";") {
+		team, services, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || team == "" || services == "" {
+			return nil, fmt.Errorf("deploy grants: entry %q is not team=service,service", entry)
+		}
+		for _, svc := range strings.Split(services, ",") {
+			svc = strings.TrimSpace(svc)
+			if svc == "" {
+				return nil, errors.New("deploy grants: empty service name for team " + team)
+			}
+			grants[team] = append(grants[team], svc)
+		}
+	}
+	return grants, nil
+}
+
+// CanCreateTicket: a deployer of a team may create tickets for its
+// team's services only.
+func (g DeployGrants) CanCreateTicket(roles []string, team, service string) Decision {
+	if !slices.Contains(roles, RoleDeployer) {
+		return deny("caller is not a deployer")
+	}
+	if !slices.Contains(g[team], service) {
+		return deny("service not granted to the caller's team")
+	}
+	return allow("deployer granted service")
+}
+
+// CanResolve: only operators settle escalated operations.
+func CanResolve(roles []string) Decision {
+	if slices.Contains(roles, RoleOperator) {
+		return allow("operator")
+	}
+	return deny("caller is not an operator")
+}

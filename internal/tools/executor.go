@@ -1,0 +1,288 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+// ExecutorConfig configures the shared write path.
+type ExecutorConfig struct {
+	Store  *store.Store
+	Budget admission.BudgetConfig
+	// LeaseMargin is added to the downstream and store budgets to form the
+	// PENDING lease: past it, the dispatcher is presumed dead and the
+	// reconciler moves the operation to UNKNOWN.
+	LeaseMargin time.Duration
+	// NotDispatchedDelay is how long a proven-unsent operation waits
+	// before the reconciler may claim and send it.
+	NotDispatchedDelay time.Duration
+	Clock              func() time.Time
+	// Observe, if set, is told about every transition the executor makes.
+	Observe func(ctx context.Context, t TransitionReport)
+}
+
+// TransitionReport describes one transition, for audit and metrics.
+type TransitionReport struct {
+	Tool              string
+	From, To          operation.Operation
+	Event             operation.Event
+	DownstreamLatency time.Duration
+	ErrorClass        string
+}
+
+// Executor runs the write path every tool shares.
+type Executor struct {
+	cfg ExecutorConfig
+}
+
+// NewExecutor validates the configuration.
+func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("executor: store is required")
+	}
+	if err := cfg.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if cfg.LeaseMargin == 0 {
+		cfg.LeaseMargin = 2 * time.Second
+	}
+	if cfg.NotDispatchedDelay == 0 {
+		cfg.NotDispatchedDelay = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Executor{cfg: cfg}, nil
+}
+
+// Lease is how long a dispatcher holds a PENDING operation.
+func (e *Executor) Lease() time.Duration {
+	return e.cfg.Budget.Downstream + 2*e.cfg.Budget.Store + e.cfg.LeaseMargin
+}
+
+// Now is the executor's clock.
+func (e *Executor) Now() time.Time { return e.cfg.Clock() }
+
+// Store is the operation store.
+func (e *Executor) Store() *store.Store { return e.cfg.Store }
+
+// Submission is what a write call produced.
+type Submission struct {
+	Operation operation.Operation
+	// Deduplicated: another live operation already holds this business
+	// fact; Operation is that one, nothing was sent.
+	Deduplicated bool
+	// Replayed: this request key was seen before with the same digest.
+	Replayed bool
+	// OperationID is the caller's key (minted by the server when absent).
+	OperationID string
+	Digest      string
+	Latency     time.Duration
+	ErrorClass  string
+}
+
+// Submit runs one write call: domain validation, authorization, keys,
+// durable intent, dispatch, classification. headerKey is the
+// Idempotency-Key header, if any. A *Failure is a business outcome; any
+// other error is a fault of this server.
+func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, args json.RawMessage, headerKey string) (Submission, error) {
+	p, err := tool.Prepare(ctx, caller, args)
+	if err != nil {
+		return Submission{}, err
+	}
+	opID, err := chooseOperationID(p.OperationID, headerKey)
+	if err != nil {
+		return Submission{}, err
+	}
+	actx, cancel := e.cfg.Budget.AuthContext(ctx)
+	err = tool.Authorize(actx, caller, p)
+	cancel()
+	if err != nil {
+		return Submission{}, err
+	}
+
+	key, err := operation.NewRequestKey(caller.ClientID, tool.Name(), opID)
+	if err != nil {
+		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
+	}
+	digest, err := operation.RequestDigest(tool.Name(), caller.UserID, p.DigestArgs)
+	if err != nil {
+		return Submission{}, fmt.Errorf("submit: %w", err)
+	}
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: p.BusinessKey, RequestDigest: digest,
+		EndUserID: caller.UserID, TenantID: caller.TenantID, Target: p.Target, Payload: p.Payload,
+	}, e.cfg.Clock(), e.Lease())
+	if err != nil {
+		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
+	}
+
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
+	cancel()
+	if err != nil {
+		return Submission{}, Fail(CodeTemporaryUnavailable, true, nil,
+			"the operation could not be recorded; nothing was sent; retry with the same operation_id")
+	}
+	sub := Submission{Operation: res.Operation, OperationID: opID, Digest: digest}
+	switch res.Kind {
+	case store.Replay:
+		sub.Replayed = true
+		return sub, nil
+	case store.BusinessKeyHeld:
+		sub.Deduplicated = true
+		return sub, nil
+	case store.Conflict:
+		f := Fail(CodeIdempotencyConflict, false, nil,
+			"operation_id %q was already used with different arguments; nothing was sent. Use a new operation_id for a new intent, or resend the original arguments", opID)
+		f.Handle = res.Operation.Handle
+		return Submission{}, f
+	}
+	next, rep, err := e.Dispatch(ctx, tool, res.Operation)
+	sub.Operation, sub.Latency, sub.ErrorClass = next, rep.DownstreamLatency, rep.ErrorClass
+	// A failed state write leaves the operation PENDING under its lease;
+	// the reconciler takes it from there. The caller still gets the handle.
+	return sub, err
+}
+
+func chooseOperationID(fromArgs, fromHeader string) (string, error) {
+	switch {
+	case fromArgs != "" && fromHeader != "" && fromArgs != fromHeader:
+		return "", Fail(CodeInvalidArgument, false, nil, "operation_id argument and Idempotency-Key header differ; send one key")
+	case fromArgs != "":
+		return fromArgs, nil
+	case fromHeader != "":
+		if err := operation.ValidateOperationID(fromHeader); err != nil {
+			return "", Fail(CodeInvalidArgument, false, nil, "Idempotency-Key header: %v", err)
+		}
+		return fromHeader, nil
+	}
+	return operation.NewOperationID()
+}
+
+// Dispatch sends the create for an operation this caller holds the right to
+// dispatch (a fresh insert or a won claim), classifies the answer and
+// records it with one conditional transition. The downstream call ends
+// before the caller's deadline (budget reserve), and the state write uses a
+// context detached from the caller, so a caller that went away still gets
+// UNKNOWN recorded rather than a PENDING left to its lease.
+func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Operation) (operation.Operation, TransitionReport, error) {
+	var ev operation.Event
+	var latency time.Duration
+	errClass := ""
+	if e.cfg.Budget.Remaining(ctx) <= 0 {
+		// Out of time before sending: provably nothing left this process.
+		ev = operation.Event{Type: operation.EventNotDispatched, Detail: "deadline budget exhausted before dispatch",
+			NextAt: e.cfg.Clock().Add(e.cfg.NotDispatchedDelay)}
+		errClass = "budget_exhausted"
+	} else {
+		dctx, cancel := e.cfg.Budget.DownstreamContext(ctx)
+		start := e.cfg.Clock()
+		effect, err := tool.Dispatch(dctx, op)
+		if err == nil {
+			if verr := tool.Verify(dctx, op, effect); verr != nil {
+				err = verr
+				ev = operation.Event{Type: operation.EventVerifyFailed, Source: "effect_verifier", Result: "unconfirmed",
+					ResourceID: effect.ResourceID, Detail: classDetail(verr)}
+			} else {
+				ev = operation.Event{Type: operation.EventCreateSucceeded, Source: "effect_verifier", Result: "expected_effect_present",
+					ResourceID: effect.ResourceID, Receipt: Receipt(op.Handle, effect.ResourceID)}
+			}
+		}
+		timedOut := dctx.Err() != nil
+		cancel()
+		latency = e.cfg.Clock().Sub(start)
+		now := e.cfg.Clock()
+		if err != nil && ev.Type == "" {
+			errClass = string(provider.ClassOf(err))
+			switch provider.ClassOf(err) {
+			case provider.ClassRejected:
+				ev = operation.Event{Type: operation.EventBusinessRejected, Source: tool.Name(), Detail: classDetail(err)}
+			case provider.ClassNotDispatched:
+				ev = operation.Event{Type: operation.EventNotDispatched, Detail: classDetail(err), NextAt: now.Add(e.cfg.NotDispatchedDelay)}
+			default:
+				ev = operation.Event{Type: operation.EventResponseMissing, Detail: classDetail(err)}
+				if timedOut || errors.Is(err, context.DeadlineExceeded) {
+					ev.Type, errClass = operation.EventClientTimeout, "timeout"
+				}
+			}
+		}
+		if ev.Type == operation.EventVerifyFailed {
+			errClass = "verification"
+		}
+		if ev.Type == operation.EventClientTimeout || ev.Type == operation.EventResponseMissing || ev.Type == operation.EventVerifyFailed {
+			// First probe once the provider's settle window has passed.
+			ev.NextAt = now.Add(tool.Recovery().SettleWindow)
+		}
+	}
+	ev.At = e.cfg.Clock()
+	rep := TransitionReport{Tool: tool.Name(), From: op, Event: ev, DownstreamLatency: latency, ErrorClass: errClass}
+	next, err := e.Transition(ctx, tool.Name(), op, ev, &rep)
+	return next, rep, err
+}
+
+// Transition records ev with a detached, store-bounded context and reports
+// it. On a stale version the stored operation is returned: someone else
+// (a reconciler, another replica) moved it on, and that later state wins.
+func (e *Executor) Transition(ctx context.Context, toolName string, op operation.Operation, ev operation.Event, rep *TransitionReport) (operation.Operation, error) {
+	sctx, cancel := e.cfg.Budget.DetachedStoreContext(ctx)
+	defer cancel()
+	next, err := e.cfg.Store.Transition(sctx, op, ev)
+	if err != nil {
+		var stale *store.StaleError
+		if errors.As(err, &stale) {
+			if stale.Current != nil {
+				return *stale.Current, err
+			}
+			if cur, gerr := e.cfg.Store.Get(sctx, op.Handle); gerr == nil {
+				return cur, err
+			}
+		}
+		return op, err
+	}
+	if rep == nil {
+		rep = &TransitionReport{Tool: toolName, From: op, Event: ev}
+	}
+	rep.To = next
+	rep.Event = next.Journal[len(next.Journal)-1]
+	if e.cfg.Observe != nil {
+		e.cfg.Observe(ctx, *rep)
+	}
+	return next, nil
+}
+
+// Receipt is the effect receipt issued once an effect is verified: stable
+// for the operation and resource, so re-issuing it is idempotent.
+func Receipt(handle, resourceID string) string {
+	sum := sha256.Sum256([]byte(handle + "|" + resourceID))
+	return "receipt-" + hex.EncodeToString(sum[:6])
+}
+
+// classDetail keeps the journal free of provider bodies: class and status.
+func classDetail(err error) string {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		d := string(pe.Class)
+		if pe.StatusCode != 0 {
+			d += fmt.Sprintf(" http %d", pe.StatusCode)
+		}
+		if pe.Code != "" {
+			d += " " + pe.Code
+		}
+		return d
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "deadline exceeded"
+	}
+	return "unclassified error"
+}

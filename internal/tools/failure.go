@@ -1,0 +1,44 @@
+package tools
+
+import "fmt"
+
+// Code is a stable business outcome code shown to callers.
+type Code string
+
+// Business codes (DESIGN.md "Results and errors").
+const (
+	CodeUnauthenticated      Code = "UNAUTHENTICATED"
+	CodeInvalidArgument      Code = "INVALID_ARGUMENT"
+	CodeNotFound             Code = "NOT_FOUND"
+	CodeForbidden            Code = "FORBIDDEN"
+	CodeIdempotencyConflict  Code = "IDEMPOTENCY_CONFLICT"
+	CodeTemporaryUnavailable Code = "TEMPORARY_UNAVAILABLE"
+	CodeOverloaded           Code = "OVERLOADED"
+	CodePreconditionFailed   Code = "PRECONDITION_FAILED"
+)
+
+// NextAction tells the caller what to do next: which tool, with which handle.
+type NextAction struct {
+	Tool      string            `json:"tool,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Hint      string            `json:"hint"`
+}
+
+// Failure is a business outcome where the call did not succeed. It becomes
+// a tool result with isError, never a protocol error.
+type Failure struct {
+	Code         Code
+	Message      string
+	RetryAllowed bool
+	Next         *NextAction
+	// Operation, when set, is the operation the failure is about (e.g. the
+	// stored one a conflicting digest collided with): for audit, never shown.
+	Handle string
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Code, f.Message) }
+
+// Fail builds a Failure.
+func Fail(code Code, retryAllowed bool, next *NextAction, format string, args ...any) *Failure {
+	return &Failure{Code: code, Message: fmt.Sprintf(format, args...), RetryAllowed: retryAllowed, Next: next}
+}
