@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -144,6 +145,11 @@ func (f *Family) Verify(context.Context, operation.Operation, tools.Effect) erro
 // Probe looks the review up by request key: a consistent, authoritative read.
 func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.ProbeResult, error) {
 	rv, found, err := f.api.FindReviewByRequestKey(ctx, op.Handle)
+	if errors.Is(err, provider.ErrMultipleMatches) {
+		// The provider broke its own dedupe: an incident, not a guess.
+		return tools.ProbeResult{Source: "risk_provider", Matches: []string{"unnamed-1", "unnamed-2"},
+			Detail: "provider reports several reviews for one request key"}, nil
+	}
 	if err != nil {
 		return tools.ProbeResult{}, fmt.Errorf("find review by request key: %w", err)
 	}

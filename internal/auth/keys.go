@@ -1,0 +1,151 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+)
+
+// minRSABits refuses RSA keys too short to trust, should a JWKS publish one.
+const minRSABits = 2048
+
+func isSignatureError(err error) bool {
+	return errors.Is(err, jws.VerifyError()) || errors.Is(err, jws.VerificationError())
+}
+
+// keyFor returns the public key for kid, checked fit for alg. An unknown kid
+// forces one JWKS refresh (rate limited) so rotated-in keys are picked up
+// before the background refresh would find them.
+func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
+	set, err := v.cache.Lookup(ctx, v.cfg.JWKSURL)
+	if err != nil {
+		// Only reachable if the cache lost the resource; try to fetch again.
+		if set, err = v.refresh.do(ctx, v.forceRefresh); err != nil || set == nil {
+			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		}
+	}
+	key, ok := set.LookupKeyID(kid)
+	if !ok {
+		refreshed, rerr := v.refresh.do(ctx, v.forceRefresh)
+		if rerr == nil && refreshed != nil {
+			key, ok = refreshed.LookupKeyID(kid)
+		}
+		if !ok {
+			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %q is not in the JWKS", kid), rerr))
+		}
+	}
+	pub, err := publicKeyFor(key, alg)
+	if err != nil {
+		return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, err))
+	}
+	return pub, nil
+}
+
+func (v *Verifier) forceRefresh(ctx context.Context) (jwk.Set, error) {
+	set, err := v.cache.Refresh(ctx, v.cfg.JWKSURL)
+	if err != nil {
+		return nil, fmt.Errorf("refresh JWKS: %w", err)
+	}
+	return set, nil
+}
+
+// publicKeyFor exports key as a Go public key and checks it may verify alg:
+// key type and curve match, declared use/alg (if any) agree, RSA is long
+// enough. jwx checks key/alg compatibility too; this keeps the rule local
+// and explicit.
+func publicKeyFor(key jwk.Key, alg string) (any, error) {
+	if use, ok := key.KeyUsage(); ok && use != "sig" {
+		return nil, fmt.Errorf("key use is %q, not sig", use)
+	}
+	if kalg, ok := key.Algorithm(); ok && kalg.String() != alg {
+		return nil, fmt.Errorf("key is for %s, token says %s", kalg, alg)
+	}
+	pubKey, err := jwk.PublicKeyOf(key)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	var raw any
+	if err := jwk.Export(pubKey, &raw); err != nil {
+		return nil, fmt.Errorf("export key: %w", err)
+	}
+	switch {
+	case strings.HasPrefix(alg, "RS"), strings.HasPrefix(alg, "PS"):
+		pk, ok := raw.(*rsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("%s needs an RSA key, JWKS has %T", alg, raw)
+		}
+		if pk.N.BitLen() < minRSABits {
+			return nil, fmt.Errorf("RSA key has %d bits, minimum %d", pk.N.BitLen(), minRSABits)
+		}
+		return pk, nil
+	case strings.HasPrefix(alg, "ES"):
+		pk, ok := raw.(*ecdsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("%s needs an EC key, JWKS has %T", alg, raw)
+		}
+		want := map[string]elliptic.Curve{"ES256": elliptic.P256(), "ES384": elliptic.P384(), "ES512": elliptic.P521()}[alg]
+		if pk.Curve != want {
+			return nil, fmt.Errorf("%s needs curve %s, key is on %s", alg, want.Params().Name, pk.Curve.Params().Name)
+		}
+		return pk, nil
+	default:
+		return nil, fmt.Errorf("no key rule for %s", alg)
+	}
+}
+
+// keyRefresher lets at most one forced refresh run at a time and at most one
+// start per minInterval. Callers arriving while one runs wait for its result
+// instead of starting another.
+type keyRefresher struct {
+	minInterval time.Duration
+
+	mu       sync.Mutex
+	inflight *refreshCall
+	last     time.Time
+}
+
+type refreshCall struct {
+	done chan struct{}
+	set  jwk.Set
+	err  error
+}
+
+var errRefreshRateLimited = errors.New("JWKS refresh rate limited")
+
+func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.Set, error)) (jwk.Set, error) {
+	r.mu.Lock()
+	if call := r.inflight; call != nil {
+		r.mu.Unlock()
+		select {
+		case <-call.done:
+			return call.set, call.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if !r.last.IsZero() && time.Since(r.last) < r.minInterval {
+		r.mu.Unlock()
+		return nil, errRefreshRateLimited
+	}
+	call := &refreshCall{done: make(chan struct{})}
+	r.inflight = call
+	r.last = time.Now()
+	r.mu.Unlock()
+
+	call.set, call.err = fetch(ctx)
+
+	r.mu.Lock()
+	r.inflight = nil
+	r.mu.Unlock()
+	close(call.done)
+	return call.set, call.err
+}

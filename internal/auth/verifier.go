@@ -1,0 +1,287 @@
+package auth
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/httprc/v3"
+	"github.com/lestrrat-go/httprc/v3/errsink"
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jwt"
+)
+
+const (
+	defaultSkew               = 30 * time.Second
+	defaultMinRefreshInterval = 30 * time.Second
+	// Background JWKS refresh bounds; Cache-Control from the JWKS server is
+	// honoured inside them.
+	jwksMinInterval = 5 * time.Minute
+	jwksMaxInterval = time.Hour
+	// maxTokenLen refuses absurd inputs before any parsing.
+	maxTokenLen = 16 << 10
+)
+
+// defaultAlgorithms are accepted when VerifierConfig.Algorithms is empty.
+var defaultAlgorithms = []string{"RS256", "ES256"}
+
+// permittedAlgorithms are the only algorithms a Verifier can be configured
+// for: asymmetric ones. "none" and HMAC (HS*) are never accepted, whatever the
+// configuration, since a JWKS holds public keys and HMAC over a public key is
+// the classic algorithm-confusion forgery.
+var permittedAlgorithms = map[string]jwa.SignatureAlgorithm{
+	"RS256": jwa.RS256(), "RS384": jwa.RS384(), "RS512": jwa.RS512(),
+	"PS256": jwa.PS256(), "PS384": jwa.PS384(), "PS512": jwa.PS512(),
+	"ES256": jwa.ES256(), "ES384": jwa.ES384(), "ES512": jwa.ES512(),
+}
+
+// VerifierConfig configures [NewVerifier].
+type VerifierConfig struct {
+	// JWKSURL is where the issuer publishes its public keys. Required.
+	JWKSURL string
+	// Issuer must equal the token's iss exactly. Required.
+	Issuer string
+	// Audience is this server's resource URL; the token's aud must contain
+	// it exactly (no normalisation). Required.
+	Audience string
+	// Algorithms pins the accepted JWS algorithms. Default RS256, ES256. Only
+	// RS*, PS* and ES* are permitted; anything else is a configuration error.
+	Algorithms []string
+	// Skew tolerated on exp, nbf and iat. Default 30s; negative is an error.
+	Skew time.Duration
+	// MerchantClaim names the merchant/tenant claim. Default "merchant_id".
+	MerchantClaim string
+	// RolesClaim names the roles claim (array of strings or space-separated
+	// string). Default "roles".
+	RolesClaim string
+	// HTTPClient fetches the JWKS. Default: jwx's fetch client (timeouts,
+	// no redirects to other hosts).
+	HTTPClient *http.Client
+	// MinRefreshInterval is the least time between two JWKS fetches forced by
+	// tokens with an unknown kid, so garbage kids cannot turn into a flood of
+	// fetches. Default 30s.
+	MinRefreshInterval time.Duration
+	// Logger receives background JWKS refresh failures. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Verifier verifies bearer tokens against a JWKS. Safe for concurrent use.
+type Verifier struct {
+	cfg     VerifierConfig
+	names   ClaimNames
+	algs    map[string]jwa.SignatureAlgorithm
+	cache   *jwk.Cache
+	stop    context.CancelFunc
+	refresh keyRefresher
+}
+
+func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
+	u, err := url.Parse(cfg.JWKSURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return cfg, fmt.Errorf("auth: JWKSURL %q is not an absolute http(s) URL", cfg.JWKSURL)
+	}
+	if cfg.Issuer == "" {
+		return cfg, errors.New("auth: Issuer is required")
+	}
+	if cfg.Audience == "" {
+		return cfg, errors.New("auth: Audience (this server's resource URL) is required")
+	}
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = defaultAlgorithms
+	}
+	if cfg.Skew < 0 {
+		return cfg, fmt.Errorf("auth: negative Skew %s", cfg.Skew)
+	}
+	if cfg.Skew == 0 {
+		cfg.Skew = defaultSkew
+	}
+	if cfg.MinRefreshInterval <= 0 {
+		cfg.MinRefreshInterval = defaultMinRefreshInterval
+	}
+	return cfg, nil
+}
+
+// NewVerifier builds a Verifier and fetches the JWKS once, so a wrong URL or
+// an unreachable issuer fails at startup rather than on the first request.
+// ctx bounds that first fetch only; the key cache lives until [Verifier.Close].
+func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	algs := make(map[string]jwa.SignatureAlgorithm, len(cfg.Algorithms))
+	for _, name := range cfg.Algorithms {
+		alg, ok := permittedAlgorithms[name]
+		if !ok {
+			return nil, fmt.Errorf("auth: algorithm %q is not permitted (asymmetric RS*/PS*/ES* only)", name)
+		}
+		algs[name] = alg
+	}
+
+	var clientOpts []httprc.NewClientOption
+	if cfg.Logger != nil {
+		clientOpts = append(clientOpts, httprc.WithErrorSink(errsink.NewSlog(cfg.Logger)))
+	}
+	// The cache's workers must outlive ctx (often an init deadline).
+	cacheCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	cache, err := jwk.NewCache(cacheCtx, httprc.NewClient(clientOpts...))
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: start JWKS cache: %w", err)
+	}
+	regOpts := []jwk.RegisterOption{
+		jwk.WithMinInterval(jwksMinInterval),
+		jwk.WithMaxInterval(jwksMaxInterval),
+		// Do not block in Register: a failed first fetch never becomes
+		// "ready", so we fetch explicitly below and get the error instead.
+		jwk.WithWaitReady(false),
+	}
+	if cfg.HTTPClient != nil {
+		regOpts = append(regOpts, jwk.WithHTTPClient(cfg.HTTPClient))
+	}
+	if err := cache.Register(ctx, cfg.JWKSURL, regOpts...); err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: register JWKS %s: %w", cfg.JWKSURL, err)
+	}
+	if _, err := cache.Refresh(ctx, cfg.JWKSURL); err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
+	}
+	return &Verifier{
+		cfg:     cfg,
+		names:   ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
+		algs:    algs,
+		cache:   cache,
+		stop:    stop,
+		refresh: keyRefresher{minInterval: cfg.MinRefreshInterval},
+	}, nil
+}
+
+// Close stops the background JWKS refresh.
+func (v *Verifier) Close(ctx context.Context) error {
+	defer v.stop()
+	if err := v.cache.Shutdown(ctx); err != nil {
+		return fmt.Errorf("auth: shut down JWKS cache: %w", err)
+	}
+	return nil
+}
+
+// Issuer returns the issuer this verifier enforces.
+func (v *Verifier) Issuer() string { return v.cfg.Issuer }
+
+// Audience returns the audience (resource URL) this verifier enforces.
+func (v *Verifier) Audience() string { return v.cfg.Audience }
+
+// Verify checks rawToken (the bearer value, without "Bearer ") and returns
+// its Subject. Errors: [ErrMissingToken] for an empty token; a *[TokenError]
+// (errors.Is ErrInvalidToken) for any refused token; an error wrapping
+// [ErrKeysUnavailable] when no keys could be obtained at all.
+func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error) {
+	if rawToken == "" {
+		return Subject{}, ErrMissingToken
+	}
+	if len(rawToken) > maxTokenLen {
+		return Subject{}, invalid(ReasonMalformedToken, fmt.Errorf("token is %d bytes, limit %d", len(rawToken), maxTokenLen))
+	}
+	hdr, payload, err := splitToken(rawToken)
+	if err != nil {
+		return Subject{}, invalid(ReasonMalformedToken, err)
+	}
+	// Pin the algorithm before touching keys: "none" and HS* stop here even
+	// when the kid names a real key.
+	alg, ok := v.algs[hdr.Alg]
+	if !ok {
+		return Subject{}, invalid(ReasonDisallowedAlg, fmt.Errorf("alg %q is not accepted", hdr.Alg))
+	}
+	if hdr.Kid == "" {
+		return Subject{}, invalid(ReasonUnknownKey, errors.New("token header has no kid"))
+	}
+	key, err := v.keyFor(ctx, hdr.Kid, hdr.Alg)
+	if err != nil {
+		return Subject{}, err
+	}
+	// A single WithKey with a signature algorithm makes jwx verify with that
+	// algorithm only and cross-check the header alg against it.
+	_, err = jwt.Parse([]byte(rawToken),
+		jwt.WithKey(alg, key),
+		jwt.WithValidate(true),
+		jwt.WithIssuer(v.cfg.Issuer),
+		jwt.WithAudience(v.cfg.Audience),
+		jwt.WithAcceptableSkew(v.cfg.Skew),
+		jwt.WithRequiredClaim("exp"),
+	)
+	if err != nil {
+		return Subject{}, classifyJWTError(err)
+	}
+	claims, err := decodeClaims(payload)
+	if err != nil {
+		return Subject{}, invalid(ReasonMalformedToken, err)
+	}
+	s, err := SubjectFromClaims(claims, v.names)
+	if err != nil {
+		return Subject{}, invalid(ReasonInvalidClaims, err)
+	}
+	return s, nil
+}
+
+type tokenHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+}
+
+// splitToken accepts only the JWS compact form and decodes its header.
+func splitToken(raw string) (tokenHeader, string, error) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return tokenHeader{}, "", fmt.Errorf("not a compact JWS: %d segments", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return tokenHeader{}, "", fmt.Errorf("decode header: %w", err)
+	}
+	var h tokenHeader
+	if err := json.Unmarshal(b, &h); err != nil {
+		return tokenHeader{}, "", fmt.Errorf("parse header: %w", err)
+	}
+	return h, parts[1], nil
+}
+
+// decodeClaims decodes the (already verified) payload segment.
+func decodeClaims(payload string) (map[string]any, error) {
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return nil, fmt.Errorf("decode payload: %w", err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		return nil, fmt.Errorf("parse payload: %w", err)
+	}
+	return claims, nil
+}
+
+func classifyJWTError(err error) *TokenError {
+	switch {
+	case errors.Is(err, jwt.TokenExpiredError()):
+		return invalid(ReasonExpired, err)
+	case errors.Is(err, jwt.TokenNotYetValidError()), errors.Is(err, jwt.InvalidIssuedAtError()):
+		return invalid(ReasonNotYetValid, err)
+	case errors.Is(err, jwt.InvalidIssuerError()):
+		return invalid(ReasonWrongIssuer, err)
+	case errors.Is(err, jwt.InvalidAudienceError()):
+		return invalid(ReasonWrongAudience, err)
+	case errors.Is(err, jwt.MissingRequiredClaimError()), errors.Is(err, jwt.ValidateError()):
+		return invalid(ReasonInvalidClaims, err)
+	case isSignatureError(err):
+		return invalid(ReasonBadSignature, err)
+	default:
+		return invalid(ReasonMalformedToken, err)
+	}
+}

@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/auth"
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// Config wires the gateway.
+type Config struct {
+	Executor *tools.Executor
+	Risk     tools.WriteTool
+	// Release is the deployment-ticket family; nil leaves its tools out.
+	Release tools.WriteTool
+	Gate    *admission.Gate
+	Auditor *obs.Auditor
+	Metrics *obs.Metrics
+}
+
+// Gateway builds the MCP tools.
+type Gateway struct {
+	cfg Config
+}
+
+// New validates the configuration.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Executor == nil || cfg.Risk == nil || cfg.Gate == nil {
+		return nil, errors.New("gateway: executor, risk family and gate are required")
+	}
+	return &Gateway{cfg: cfg}, nil
+}
+
+// writeTools are the names of the write tools, for get_operation lookups.
+func (g *Gateway) writeTools() []string {
+	names := []string{g.cfg.Risk.Name()}
+	if g.cfg.Release != nil {
+		names = append(names, g.cfg.Release.Name())
+	}
+	return names
+}
+
+// callRecord collects what one call's audit record says.
+type callRecord struct {
+	obs.AuditRecord
+	start time.Time
+}
+
+func (g *Gateway) begin(call mcpserver.Call) *callRecord {
+	return &callRecord{AuditRecord: obs.AuditRecord{Kind: obs.KindToolCall, RequestID: call.RequestID, Tool: call.Tool,
+		PolicyDecision: obs.PolicyNotApplicable}, start: time.Now()}
+}
+
+func (g *Gateway) finish(ctx context.Context, rec *callRecord) {
+	rec.Duration = time.Since(rec.start)
+	g.cfg.Auditor.Record(ctx, rec.AuditRecord)
+	_ = g.cfg.Metrics.ToolCall(ctx, rec.Tool)
+	if rec.Code != "" {
+		_ = g.cfg.Metrics.ToolError(ctx, rec.Tool, rec.Code)
+	}
+}
+
+// caller reads the trusted identity the auth middleware put in the context.
+func caller(ctx context.Context) (tools.Caller, bool) {
+	s, ok := auth.SubjectFrom(ctx)
+	if !ok {
+		return tools.Caller{}, false
+	}
+	return tools.Caller{ClientID: s.ClientID, UserID: s.UserID, TenantID: s.MerchantID, Roles: s.Roles}, true
+}
+
+func (rec *callRecord) withCaller(c tools.Caller) {
+	rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
+}
+
+func (rec *callRecord) withOperation(op operation.Operation) {
+	if op.Handle == "" {
+		return
+	}
+	rec.OperationHash = obs.HashID(op.Key.ClientID+"|"+op.Key.Tool, op.Key.OperationID)
+	rec.BusinessKey, rec.ArgumentDigest = op.BusinessKey, op.RequestDigest
+	rec.Status, rec.Outcome = string(op.State), string(op.Outcome)
+}
+
+// failure renders a *tools.Failure (or an unexpected error) as a business
+// error result and notes it in the audit record.
+func (g *Gateway) failure(rec *callRecord, err error) *mcp.CallToolResult {
+	var f *tools.Failure
+	if !errors.As(err, &f) {
+		f = tools.Fail(tools.CodeTemporaryUnavailable, true, nil, "internal error; retry with the same operation_id")
+		rec.ErrorClass = "internal"
+	}
+	rec.Code = string(f.Code)
+	switch f.Code {
+	case tools.CodeForbidden:
+		rec.PolicyDecision = obs.PolicyDeny
+	case tools.CodeIdempotencyConflict:
+		rec.PolicyDecision = obs.PolicyAllow
+	}
+	return mcpserver.BusinessError(mcpserver.Code(f.Code), f.Message, f.RetryAllowed, nextAction(f.Next))
+}
+
+func nextAction(n *tools.NextAction) *mcpserver.NextAction {
+	if n == nil {
+		return nil
+	}
+	return &mcpserver.NextAction{Tool: n.Tool, Arguments: n.Arguments, Hint: n.Hint}
+}
+
+func unauthenticated(rec *callRecord) *mcp.CallToolResult {
+	rec.Code = string(tools.CodeUnauthenticated)
+	return mcpserver.BusinessError(mcpserver.CodeUnauthenticated, "authenticate first", false, nil)
+}
+
+// admit takes a slot of the admission gate for a write tool, or answers
+// OVERLOADED at once with a retry hint: the downstream's safe capacity is
+// the boundary, and a fast refusal beats a pile-up.
+func (g *Gateway) admit(ctx context.Context, rec *callRecord) (func(), *mcp.CallToolResult) {
+	release, err := g.cfg.Gate.Acquire(ctx)
+	if err == nil {
+		return release, nil
+	}
+	var over *admission.OverloadedError
+	retryAfter := time.Second
+	reason := "cancelled"
+	if errors.As(err, &over) {
+		retryAfter, reason = over.RetryAfter, over.Reason
+	}
+	_ = g.cfg.Metrics.Overloaded(ctx, rec.Tool, reason)
+	rec.Code, rec.ErrorClass = string(tools.CodeOverloaded), reason
+	secs := int(retryAfter.Round(time.Second) / time.Second)
+	return nil, mcpserver.BusinessError(mcpserver.CodeOverloaded,
+		fmt.Sprintf("server at capacity (%s); nothing was recorded or sent; retry the same call after %ds", reason, secs),
+		true, &mcpserver.NextAction{Hint: fmt.Sprintf("retry after %ds with the same operation_id", secs)})
+}
+
+// Observe is the executor's transition hook: one audit record and the
+// metrics alarms watch, per transition.
+func Observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, tools.TransitionReport) {
+	return func(ctx context.Context, t tools.TransitionReport) {
+		auditor.Record(ctx, obs.AuditRecord{
+			Kind: obs.KindTransition, RequestID: mcpserver.RequestIDFrom(ctx), Tool: t.Tool,
+			OperationHash: obs.HashID(t.To.Key.ClientID+"|"+t.To.Key.Tool, t.To.Key.OperationID),
+			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
+			FromState: string(t.From.State), ToState: string(t.To.State), Event: string(t.Event.Type),
+			Status: string(t.To.State), Outcome: string(t.To.Outcome), DownstreamLatency: t.DownstreamLatency,
+			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,
+			EndUserPrincipal: t.To.EndUserID, ClientPrincipal: t.To.Key.ClientID,
+		})
+		if t.DownstreamLatency > 0 {
+			_ = metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
+		}
+		switch t.To.State {
+		case operation.StateUnknown:
+			if t.From.State != operation.StateUnknown {
+				_ = metrics.UnknownOperation(ctx, t.Tool)
+			}
+		case operation.StateEscalated:
+			_ = metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package mcpserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const nestedSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "customer": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {"id": {"type": "string", "minLength": 3}, "tier": {"enum": ["gold", "silver"]}},
+      "required": ["id"]
+    },
+    "tags": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 3}},
+    "count": {"type": "integer", "exclusiveMinimum": 0},
+    "mode": {"const": "strict"},
+    "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+  }
+}`
+
+func TestArgumentProblemsAreDescribedBriefly(t *testing.T) {
+	s := mustSchema(t, nestedSchema)
+	cases := []struct {
+		args string
+		want string
+	}{
+		{`{"customer":{"id":"abc","x":1}}`, `customer: unexpected property "x"`},
+		{`{"customer":{}}`, `customer: missing required property "id"`},
+		{`{"customer":{"id":"ab"}}`, `customer.id: length must be >= 3`},
+		{`{"customer":{"id":"abc","tier":"bronze"}}`, `customer.tier: must be one of ["gold","silver"]`},
+		{`{"tags":["a","b","c"]}`, `tags: must have at most 2 items`},
+		{`{"tags":["a","long"]}`, `tags[1]: length must be <= 3`},
+		{`{"count":0}`, `count: must be > 0`},
+		{`{"mode":"lax"}`, `mode: must equal "strict"`},
+		{`{"either":true}`, `either: does not match any of the allowed forms`},
+		{`{"customer":{"id":"abc","id":"abd"}}`, `customer: duplicate property "id"`},
+		{`[1]`, `arguments must be a JSON object`},
+		{`"x"`, `arguments must be a JSON object`},
+		{strings.Repeat(`{"customer":`, 40) + `1` + strings.Repeat(`}`, 40), `arguments are nested deeper than 32 levels`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			args, problem := checkArguments(s, []byte(tc.args))
+			assert.Nil(t, args)
+			assert.Equal(t, tc.want, problem)
+		})
+	}
+}
+
+func TestUnexplainedFailureFallsBackToAShortenedLibraryMessage(t *testing.T) {
+	s := mustSchema(t, nestedSchema)
+	withRef := mustSchema(t, `{"type":"object","$defs":{"id":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/id"}}}`)
+	_, problem := checkArguments(withRef, []byte(`{"a":1}`))
+	assert.Equal(t, `type: 1 has type "integer", want "string"`, problem)
+
+	long := strings.Repeat("y", 2000)
+	msg := shortenLibraryError(assertError(t, s, `{"customer":{"id":"abc","tier":"`+long+`"}}`))
+	assert.NotContains(t, msg, long, "instance values are not echoed in full")
+}
+
+func assertError(t *testing.T, s *compiledSchema, args string) error {
+	t.Helper()
+	_, err := s.validateJSON([]byte(args))
+	require.Error(t, err)
+	return err
+}
+
+func TestValidArgumentsPassThroughUnchanged(t *testing.T) {
+	s := mustSchema(t, nestedSchema)
+	for _, in := range []string{`{"customer":{"id":"abc"},"tags":["a"],"count":2,"mode":"strict","either":3}`, ` {} `} {
+		args, problem := checkArguments(s, []byte(in))
+		require.Empty(t, problem)
+		assert.Equal(t, strings.TrimSpace(in), string(args))
+	}
+	args, problem := checkArguments(s, nil)
+	require.Empty(t, problem)
+	assert.Equal(t, "{}", string(args), "absent arguments are an empty object")
+}

@@ -1,0 +1,211 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Header names this package reads or writes.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderRequestID      = "X-Request-Id"
+)
+
+type requestIDKey struct{}
+
+type requestInfoKey struct{}
+
+// requestInfo is what the boundary learns from the HTTP request before the
+// SDK sees it.
+type requestInfo struct {
+	jsonrpcID   string // "" for notifications, batches and unparsable bodies
+	header      http.Header
+	deadline    time.Time
+	hasDeadline bool
+}
+
+// ContextWithRequestID returns ctx carrying id as the request id. The Lambda
+// entry point (or a test) may set it before calling the handler; the
+// boundary then keeps it instead of deriving one.
+func ContextWithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id of the HTTP request being served, or
+// "" outside a request served by the handler New returns.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// boundary wraps the SDK's streamable handler. It
+//   - fixes a request id (context, Lambda request id, or new) and returns it
+//     as X-Request-Id,
+//   - records the JSON-RPC id and the request deadline (the SDK hides the
+//     HTTP request's deadline from tool handlers),
+//   - answers unparsable bodies with JSON-RPC parse / invalid-request errors,
+//   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors.
+type boundary struct {
+	next    http.Handler
+	maxBody int64
+}
+
+func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	requestID := requestIDFor(r)
+	ctx = ContextWithRequestID(ctx, requestID)
+	w.Header().Set(HeaderRequestID, requestID)
+
+	info := &requestInfo{header: r.Header}
+	info.deadline, info.hasDeadline = ctx.Deadline()
+	ctx = context.WithValue(ctx, requestInfoKey{}, info)
+	r = r.WithContext(ctx)
+
+	if r.Method != http.MethodPost || !isJSON(r.Header.Get("Content-Type")) {
+		b.next.ServeHTTP(w, r) // the SDK answers 405 / 415 itself
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "failed to read request body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+
+	trimmed := bytes.TrimSpace(body)
+	if !json.Valid(trimmed) {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON")
+		return
+	}
+	var id jsonrpc.ID
+	if len(trimmed) > 0 && trimmed[0] != '[' { // batches are left to the SDK
+		msg, err := jsonrpc.DecodeMessage(trimmed)
+		if err != nil {
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error())
+			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+			id = req.ID
+			info.jsonrpcID = fmt.Sprint(req.ID.Raw())
+		}
+	}
+
+	rw := &rpcErrorWriter{ResponseWriter: w}
+	b.next.ServeHTTP(rw, r)
+	rw.finish(id)
+}
+
+// requestIDFor picks the request id: one already in the context, else the
+// Lambda request id, else a new UUID. It is always minted server-side: a
+// caller's X-Request-Id is not unique and must not key audit records.
+func requestIDFor(r *http.Request) string {
+	if id := RequestIDFrom(r.Context()); id != "" {
+		return id
+	}
+	if lc, ok := lambdacontext.FromContext(r.Context()); ok && lc.AwsRequestID != "" {
+		return lc.AwsRequestID
+	}
+	return uuid.NewString()
+}
+
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == "application/json"
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, message string) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: message}})
+	if err != nil {
+		http.Error(w, message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("X-Content-Type-Options")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// rpcErrorWriter lets SDK responses through unchanged, except a plain-text
+// error (the SDK's http.Error for a bad POST, e.g. an unknown method under
+// pre-2026 protocol versions), which it holds back and rewrites as a
+// JSON-RPC error with the same HTTP status.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	wroteHeader bool
+	capturing   bool
+	status      int
+	captured    bytes.Buffer
+}
+
+func (w *rpcErrorWriter) WriteHeader(status int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.capturing, w.status = true, status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *rpcErrorWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.capturing {
+		return w.captured.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps SSE responses streaming.
+func (w *rpcErrorWriter) Flush() {
+	if w.capturing {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *rpcErrorWriter) finish(id jsonrpc.ID) {
+	if !w.capturing {
+		return
+	}
+	message := strings.TrimSpace(w.captured.String())
+	code := int64(jsonrpc.CodeInvalidRequest)
+	// The SDK words an unknown method as jsonrpc2.ErrNotHandled
+	// ("JSON RPC not handled: \"x\" unsupported"); a test pins this.
+	if strings.HasPrefix(message, "JSON RPC not handled") {
+		code = jsonrpc.CodeMethodNotFound
+	}
+	writeRPCError(w.ResponseWriter, w.status, id, code, message)
+}

@@ -1,0 +1,158 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type principalKey struct{}
+
+// withOuter wraps h the way an auth layer or the Lambda adapter would:
+// a context value, a deadline, and optionally a preset request id.
+func withOuter(h http.Handler, deadline time.Time, requestID string, lambdaID string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := context.WithValue(r.Context(), principalKey{}, "user-42")
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		if requestID != "" {
+			ctx = ContextWithRequestID(ctx, requestID)
+		}
+		if lambdaID != "" {
+			ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: lambdaID})
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+const validCall = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"request_risk_review",` +
+	`"arguments":{"order_id":"O00000000001","reason":"r"}}}`
+
+func TestHandlerSeesOuterContextValuesAndTheRequestDeadline(t *testing.T) {
+	rec := &recorder{}
+	h, err := New(Config{Name: "n", Version: "v"}, reviewTool(rec))
+	require.NoError(t, err)
+	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
+	srv := newLoopbackServer(t, withOuter(h, deadline, "", ""))
+
+	resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, validCall)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+
+	ctx := rec.lastContext()
+	require.NotNil(t, ctx)
+	assert.Equal(t, "user-42", ctx.Value(principalKey{}), "auth context must reach the tool")
+	got, ok := ctx.Deadline()
+	require.True(t, ok, "the SDK drops the deadline; the boundary must restore it")
+	assert.True(t, got.Equal(deadline), "deadline %v, want %v", got, deadline)
+}
+
+func TestRequestIDPrecedence(t *testing.T) {
+	far := time.Now().Add(time.Hour)
+	cases := []struct {
+		name      string
+		preset    string
+		lambdaID  string
+		header    string
+		want      string
+		generated bool
+	}{
+		{name: "preset in context wins", preset: "ctx-id", lambdaID: "lambda-id", header: "hdr-id", want: "ctx-id"},
+		{name: "Lambda request id next", lambdaID: "lambda-id", header: "hdr-id", want: "lambda-id"},
+		{name: "caller's X-Request-Id is not trusted", header: "hdr-id", generated: true},
+		{name: "none: a UUID", generated: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			h, err := New(Config{Name: "n", Version: "v"}, reviewTool(rec))
+			require.NoError(t, err)
+			srv := newLoopbackServer(t, withOuter(h, far, tc.preset, tc.lambdaID))
+			header := http.Header{"MCP-Protocol-Version": {version20250618}}
+			if tc.header != "" {
+				header.Set(HeaderRequestID, tc.header)
+			}
+			resp := post(t, testContext(t), srv.URL, header, validCall)
+			require.Equal(t, http.StatusOK, resp.status)
+			calls := rec.snapshot()
+			require.Len(t, calls, 1)
+			got := calls[0].RequestID
+			assert.Equal(t, got, resp.header.Get(HeaderRequestID), "echoed to the caller")
+			assert.Equal(t, got, RequestIDFrom(rec.lastContext()))
+			if tc.generated {
+				assert.Len(t, got, 36)
+				assert.NotEqual(t, tc.header, got)
+			} else {
+				assert.Equal(t, tc.want, got)
+			}
+			assert.Equal(t, "3", calls[0].JSONRPCID)
+		})
+	}
+}
+
+func TestSuccessNotMatchingOutputSchemaIsLoggedButReturned(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	sloppy := Tool{
+		Name:         "sloppy",
+		InputSchema:  json.RawMessage(`{"type":"object","additionalProperties":false}`),
+		OutputSchema: json.RawMessage(reviewOutputSchema),
+		Handler: func(context.Context, Call) *mcp.CallToolResult {
+			return Success(map[string]string{"review_id": "R1", "status": "DONE"})
+		},
+	}
+	h, err := New(Config{Name: "n", Version: "v", Logger: logger}, sloppy)
+	require.NoError(t, err)
+	srv := newLoopbackServer(t, h)
+	cs := connect(t, testContext(t), srv.URL, version20260728)
+	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "sloppy"})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "a result that may report a real effect is never replaced")
+	assert.Equal(t, "DONE", structured(t, res)["status"])
+	assert.Contains(t, logs.String(), "tool result does not match its outputSchema")
+	assert.NotContains(t, logs.String(), "server connecting", "SDK info lines are filtered")
+}
+
+func TestNewRejectsBadToolDefinitions(t *testing.T) {
+	good := reviewTool(&recorder{})
+	mutate := func(f func(*Tool)) Tool { t := good; f(&t); return t }
+	cases := []struct {
+		name  string
+		cfg   Config
+		tools []Tool
+		want  string
+	}{
+		{"missing name", Config{Version: "v"}, nil, "Name and Config.Version are required"},
+		{"open input schema", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+		})}, `"additionalProperties": false`},
+		{"input schema not an object", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"string"}`)
+		})}, `"type": "object"`},
+		{"missing output schema", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.OutputSchema = nil })}, "output schema: schema is empty"},
+		{"unresolvable ref", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"a":{"$ref":"https://example.com/x.json"}}}`)
+		})}, "resolving schema"},
+		{"bad tool name", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = "has space" })}, "must match"},
+		{"nil handler", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Handler = nil })}, "nil handler"},
+		{"duplicate tool", Config{Name: "n", Version: "v"}, []Tool{good, good}, "registered twice"},
+		{"bad x-mcp-header (SDK panic becomes error)", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"a":{"type":"object","x-mcp-header":"A"}}}`)
+		})}, "rejected by the SDK"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg, tc.tools...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

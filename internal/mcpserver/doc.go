@@ -1,0 +1,60 @@
+// Package mcpserver is the MCP protocol boundary: it turns HTTP requests into
+// validated tool calls and tool outcomes into MCP results. It knows nothing
+// about operations, stores or providers; tools are registered by the caller.
+//
+// # What the go-sdk (v1.8.0) does
+//
+// New builds one mcp.Server and serves it with mcp.NewStreamableHTTPHandler
+// in stateless, JSON-response mode. The SDK then:
+//
+//   - serves protocol 2026-07-28 without initialize or Mcp-Session-Id: the
+//     version, client info and capabilities ride in each request's _meta,
+//     the MCP-Protocol-Version header must equal _meta's version, and
+//     Mcp-Method (plus Mcp-Name for tools/call) must repeat the body;
+//   - answers server/discover (2026-07-28 only) with the supported versions,
+//     capabilities and instructions;
+//   - serves older clients (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)
+//     that initialize first: each later POST gets a throwaway session whose
+//     protocol version comes from the MCP-Protocol-Version header (absent
+//     means 2025-03-26); GET and DELETE are 405;
+//   - checks Mcp-Param-* headers against arguments whose schema property
+//     carries "x-mcp-header" (2026-07-28 only; a missing or different header
+//     is a -32020 JSON-RPC error, HTTP 400);
+//   - answers unknown methods and unknown tools with JSON-RPC errors
+//     (2026-07-28: HTTP 404 / 400; older: unknown tool is -32602 in a 200);
+//   - passes the HTTP headers and bearer TokenInfo to handlers in
+//     CallToolRequest.Extra, and keeps the HTTP request's context values.
+//
+// # What this package adds
+//
+//   - Argument validation we own: tools are registered with the low-level
+//     Server.AddTool, schemas are resolved once with jsonschema-go, and bad
+//     arguments (schema violations, duplicate keys, non-object arguments,
+//     more than one Idempotency-Key header) become an isError result with
+//     code INVALID_ARGUMENT and a short message naming the field, never a
+//     JSON-RPC error and never a handler call.
+//   - Registration rules: every input schema is an object schema with
+//     "additionalProperties": false, every tool has an object outputSchema.
+//   - A Call for the handler: raw validated arguments, Idempotency-Key,
+//     a server-minted request id, the JSON-RPC id, the protocol version.
+//   - The request deadline: the SDK detaches handler contexts from the HTTP
+//     request, deadline included; the handler's context gets the deadline
+//     back (not the cancellation: a caller hanging up ends its wait, not an
+//     operation in flight).
+//   - Panic recovery: the SDK has none, so a panicking handler would end the
+//     process. A panic or a nil result becomes OPERATION_UNKNOWN (retryable
+//     with the same key), because the handler may already have had an effect.
+//   - Protocol faults as JSON-RPC errors: an unparsable body is -32700, a
+//     body that is not JSON-RPC is -32600, an oversized body -32600 with
+//     HTTP 413, and the SDK's plain-text 4xx answers to POSTs (e.g. an
+//     unknown method under older protocol versions) are rewritten as
+//     JSON-RPC errors with the same status and the request's id.
+//   - Capabilities fixed to {"tools":{}}: no listChanged and no logging, so
+//     subscriptions/listen acknowledges an empty subscription and completes
+//     at once (as a short SSE body) instead of holding the response open
+//     behind API Gateway.
+//   - Result helpers (Success, BusinessError, Result) that put the same JSON
+//     in structuredContent and in a text block for clients that ignore
+//     structuredContent, and a check that logs successes not matching the
+//     tool's outputSchema (the result is still returned).
+package mcpserver

@@ -1,0 +1,120 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Code is the stable, machine-readable reason a tool call did not succeed.
+// Callers branch on it; messages are for humans and may change.
+type Code string
+
+// Business outcome codes carried in structuredContent.code of error results.
+const (
+	CodeUnauthenticated      Code = "UNAUTHENTICATED"
+	CodeInvalidArgument      Code = "INVALID_ARGUMENT"
+	CodeNotFound             Code = "NOT_FOUND"
+	CodeForbidden            Code = "FORBIDDEN"
+	CodeIdempotencyConflict  Code = "IDEMPOTENCY_CONFLICT"
+	CodeTemporaryUnavailable Code = "TEMPORARY_UNAVAILABLE"
+	CodeOverloaded           Code = "OVERLOADED"
+	CodeOperationUnknown     Code = "OPERATION_UNKNOWN"
+	CodePreconditionFailed   Code = "PRECONDITION_FAILED"
+)
+
+// NextAction tells the caller what to do next: which tool to call, with which
+// handle arguments (e.g. {"operation_id": "..."}), and a short hint.
+type NextAction struct {
+	Tool      string            `json:"tool,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Hint      string            `json:"hint,omitempty"`
+}
+
+// ErrorBody is the structuredContent of every error result built here.
+type ErrorBody struct {
+	Code         Code        `json:"code"`
+	Message      string      `json:"message"`
+	RetryAllowed bool        `json:"retry_allowed"`
+	NextAction   *NextAction `json:"next_action,omitempty"`
+}
+
+// BusinessError returns a tool result with isError true whose
+// structuredContent is {code, message, retry_allowed, next_action}. It is a
+// valid tool result, never a JSON-RPC error, so the model can read it and
+// decide whether to fix its arguments, wait, or query status.
+func BusinessError(code Code, message string, retryAllowed bool, next *NextAction) *mcp.CallToolResult {
+	return Result(ErrorBody{Code: code, Message: message, RetryAllowed: retryAllowed, NextAction: next}, true)
+}
+
+// Success returns a tool result with isError false carrying structured as
+// structuredContent. structured must satisfy the tool's outputSchema.
+func Success(structured any) *mcp.CallToolResult {
+	return Result(structured, false)
+}
+
+// Result returns a tool result carrying structured both as structuredContent
+// and as a JSON text content block (for clients that ignore
+// structuredContent). Both are the same bytes.
+//
+// If structured cannot be encoded (a programming error, e.g. a NaN float),
+// the result is an OPERATION_UNKNOWN error: the handler may already have
+// caused an effect, so the caller must not be told it failed.
+func Result(structured any, isError bool) *mcp.CallToolResult {
+	data, err := json.Marshal(structured)
+	if err != nil {
+		data = mustMarshal(ErrorBody{
+			Code:         CodeOperationUnknown,
+			Message:      fmt.Sprintf("the server could not encode the result (%v); the outcome of this call is unknown", err),
+			RetryAllowed: true,
+			NextAction:   &NextAction{Hint: "repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice"},
+		})
+		isError = true
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
+		StructuredContent: json.RawMessage(data),
+		IsError:           isError,
+	}
+}
+
+// mustMarshal marshals values whose encoding cannot fail (plain strings,
+// bools and maps of strings).
+func mustMarshal(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: encoding %T: %v", v, err))
+	}
+	return data
+}
+
+// errorEnvelopeSchema describes ErrorBody. JSON Schema 2020-12.
+const errorEnvelopeSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "code": {"type": "string", "enum": ["UNAUTHENTICATED", "INVALID_ARGUMENT", "NOT_FOUND", "FORBIDDEN", "IDEMPOTENCY_CONFLICT", "TEMPORARY_UNAVAILABLE", "OVERLOADED", "OPERATION_UNKNOWN", "PRECONDITION_FAILED"]},
+    "message": {"type": "string"},
+    "retry_allowed": {"type": "boolean"},
+    "next_action": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "tool": {"type": "string"},
+        "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
+        "hint": {"type": "string"}
+      }
+    }
+  },
+  "required": ["code", "message", "retry_allowed"]
+}`
+
+// ErrorEnvelopeSchema returns the JSON Schema of the structuredContent of
+// error results. Some clients (the TypeScript SDK in some releases) validate
+// structuredContent against outputSchema even when isError is true; a tool
+// that must work with them can make its outputSchema
+// {"type":"object","anyOf":[<success>, ErrorEnvelopeSchema()]}.
+func ErrorEnvelopeSchema() json.RawMessage {
+	return json.RawMessage(errorEnvelopeSchema)
+}

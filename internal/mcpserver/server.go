@@ -1,0 +1,118 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config describes the server to MCP clients.
+type Config struct {
+	Name         string
+	Version      string
+	Instructions string
+	// Logger receives this package's warnings and the SDK's warnings and
+	// errors (the SDK's per-request info lines are dropped). Nil discards.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body; 0 means the SDK default (4 MiB).
+	MaxBodyBytes int64
+}
+
+// New returns the MCP endpoint: the go-sdk streamable HTTP handler in
+// stateless, JSON-response mode serving tools, behind the request boundary
+// described in the package documentation.
+//
+// One *mcp.Server serves every request. That is the SDK's intended use
+// ("It is OK for getServer to return the same server multiple times"): each
+// stateless request gets its own ServerSession, and the Server guards its
+// shared state with a mutex. Tools are fixed here; none are added later.
+func New(cfg Config, tools ...Tool) (http.Handler, error) {
+	if cfg.Name == "" || cfg.Version == "" {
+		return nil, fmt.Errorf("mcpserver: Config.Name and Config.Version are required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	maxBody := cfg.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	sdkLogger := slog.New(minLevelHandler{min: slog.LevelWarn, next: logger.Handler()})
+
+	server := mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: cfg.Instructions,
+		Logger:       sdkLogger,
+		// Tools without listChanged, and no logging capability: a stateless
+		// server has nowhere to push notifications, and with nothing to
+		// subscribe to, subscriptions/listen is answered at once instead of
+		// being held open (API Gateway buffers responses).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+	})
+
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		rt, err := compileTool(t, logger)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: %w", err)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("mcpserver: tool %q registered twice", t.Name)
+		}
+		seen[t.Name] = true
+		if err := addTool(server, rt); err != nil {
+			return nil, fmt.Errorf("mcpserver: %w", err)
+		}
+	}
+
+	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              sdkLogger,
+		MaxRequestBodyBytes: maxBody,
+		// Left false on purpose: a client hanging up must not cancel a write
+		// that is already under way (a timeout ends the wait, not the
+		// operation).
+		PropagateRequestCancellation: false,
+	})
+	return &boundary{next: sdkHandler, maxBody: maxBody}, nil
+}
+
+// addTool registers with the SDK's low-level Server.AddTool, which leaves
+// argument validation to us. It panics on schemas it rejects (e.g. a bad
+// x-mcp-header annotation); that becomes an error here.
+func addTool(server *mcp.Server, rt *registeredTool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %q rejected by the SDK: %v", rt.tool.Name, p)
+		}
+	}()
+	server.AddTool(rt.mcpTool(), rt.handle)
+	return nil
+}
+
+// minLevelHandler drops records below min. The SDK logs every stateless
+// request's connect and disconnect at info level.
+type minLevelHandler struct {
+	min  slog.Level
+	next slog.Handler
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min && h.next.Enabled(ctx, level)
+}
+
+func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.next.Handle(ctx, r)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{min: h.min, next: h.next.WithAttrs(attrs)}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
+}

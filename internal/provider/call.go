@@ -1,0 +1,168 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync/atomic"
+	"syscall"
+)
+
+// request is one HTTP call to a provider.
+type request struct {
+	op     string
+	method string
+	url    *url.URL
+	header http.Header // extra headers, e.g. Idempotency-Key
+	body   any         // JSON-encoded when non-nil
+}
+
+// response is what came back. bodyErr is set when the status arrived but
+// the body could not be read whole.
+type response struct {
+	status  int
+	body    []byte
+	bodyErr error
+}
+
+// dispatchTrace records how far a request got, to tell "never sent" from
+// "sent, answer lost". Hooks may run on transport goroutines.
+type dispatchTrace struct {
+	getConn, gotConn, wroteRequest atomic.Bool
+}
+
+func (d *dispatchTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn:      func(string) { d.getConn.Store(true) },
+		GotConn:      func(httptrace.GotConnInfo) { d.gotConn.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { d.wroteRequest.Store(true) },
+	}
+}
+
+// do sends req within the endpoint's timeout. A non-nil error is a *Error
+// classified by how far the request got; any response status is returned
+// for the caller to classify.
+func (e *endpoint) do(ctx context.Context, req request) (response, error) {
+	if err := ctx.Err(); err != nil {
+		return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("context done before dispatch: %w", err)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+
+	var body io.Reader
+	if req.body != nil {
+		encoded, err := json.Marshal(req.body)
+		if err != nil {
+			return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("encode request: %w", err)}
+		}
+		body = bytes.NewReader(encoded)
+	}
+	trace := &dispatchTrace{}
+	httpReq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace.clientTrace()), req.method, req.url.String(), body)
+	if err != nil {
+		return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("build request: %w", err)}
+	}
+	// Without GetBody net/http cannot replay the POST on a stale keep-alive
+	// connection; a resend is the reconciler's call, not the transport's.
+	httpReq.GetBody = nil
+	for k, vs := range req.header {
+		for _, v := range vs {
+			httpReq.Header.Add(k, v)
+		}
+	}
+	httpReq.Header.Set("X-Api-Key", e.apiKey)
+	httpReq.Header.Set("Accept", "application/json")
+	if req.body != nil {
+		httpReq.Header.Set("Content-Type", "application/json")
+	}
+	httpReq.Header.Del("Authorization") // never anyone's token, whatever a hook added
+
+	resp, err := e.client.Do(httpReq)
+	if err != nil {
+		return response{}, &Error{Class: classifyTransport(err, trace), Op: req.op, Err: err}
+	}
+	defer resp.Body.Close()
+	out := response{status: resp.StatusCode}
+	out.body, out.bodyErr = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if out.bodyErr == nil && len(out.body) > MaxResponseBytes {
+		out.bodyErr = errTooLarge
+	}
+	return out, nil
+}
+
+var errTooLarge = fmt.Errorf("response body exceeds %d bytes", MaxResponseBytes)
+
+// classifyTransport decides what a failed round trip proves. Only evidence
+// that no byte was written counts as "not dispatched"; everything else is
+// unknown.
+func classifyTransport(err error, trace *dispatchTrace) Class {
+	if trace.wroteRequest.Load() {
+		return ClassUnknown
+	}
+	var opErr *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+		return ClassNotDispatched
+	}
+	// The transport looked for a connection and never got one (queued
+	// behind MaxConns, or dialing) — so nothing was written.
+	if trace.getConn.Load() && !trace.gotConn.Load() {
+		return ClassNotDispatched
+	}
+	return ClassUnknown
+}
+
+// providerError is the JSON error body both providers use.
+type providerError struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// statusError classifies a non-success status. notFound is the class a 404
+// gets for this call (Rejected for creates, NotFound for reads).
+func statusError(op string, resp response, notFound Class) *Error {
+	var pe providerError
+	_ = json.Unmarshal(resp.body, &pe) // best effort: the status decides the class
+	e := &Error{Op: op, StatusCode: resp.status, Code: pe.Error, Message: pe.Message, Err: resp.bodyErr}
+	switch {
+	case resp.status == http.StatusNotFound:
+		e.Class = notFound
+	case resp.status == http.StatusRequestTimeout || resp.status == http.StatusTooManyRequests:
+		e.Class = ClassUnknown
+	case resp.status >= 400 && resp.status < 500:
+		e.Class = ClassRejected
+	default: // 5xx, and any 1xx/2xx/3xx we did not expect
+		e.Class = ClassUnknown
+	}
+	return e
+}
+
+// decodeSuccess strictly decodes a 2xx body into v: whole, one JSON value.
+func decodeSuccess(op string, resp response, v any) error {
+	if resp.bodyErr != nil {
+		code := CodeUndecodableResponse
+		if errors.Is(resp.bodyErr, errTooLarge) {
+			code = CodeResponseTooLarge
+		}
+		return &Error{Class: ClassUnknown, Op: op, StatusCode: resp.status, Code: code, Err: resp.bodyErr}
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.body))
+	if err := dec.Decode(v); err != nil {
+		return &Error{Class: ClassUnknown, Op: op, StatusCode: resp.status, Code: CodeUndecodableResponse, Err: fmt.Errorf("decode response: %w", err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &Error{Class: ClassUnknown, Op: op, StatusCode: resp.status, Code: CodeUndecodableResponse, Err: errors.New("decode response: trailing data")}
+	}
+	return nil
+}
+
+// mismatch reports a 2xx that does not describe what was asked for.
+func mismatch(op string, status int, format string, args ...any) *Error {
+	return &Error{Class: ClassUnknown, Op: op, StatusCode: status, Code: CodeResponseMismatch, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Release API operation names, as they appear in Error.Op.
+const (
+	OpCreateTicket  = "release.create_ticket"
+	OpGetTicket     = "release.get_ticket"
+	OpSearchTickets = "release.search_tickets"
+)
+
+// ReleaseConfig configures a ReleaseClient; fields as in RiskConfig.
+type ReleaseConfig struct {
+	BaseURL       string
+	APIKey        string
+	MaxConns      int
+	Timeout       time.Duration
+	HTTPClient    *http.Client
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// TicketTarget is a deployment ticket's intended effect, and its
+// uniqueness: one ticket per service, commit and environment.
+type TicketTarget struct {
+	Service     string
+	Commit      string
+	Environment string
+}
+
+// TicketInput is what a ticket is created from.
+type TicketInput struct {
+	Service     string
+	Commit      string
+	Environment string
+	RequestedBy string
+}
+
+// Target is the input's intended effect.
+func (in TicketInput) Target() TicketTarget {
+	return TicketTarget{Service: in.Service, Commit: in.Commit, Environment: in.Environment}
+}
+
+// Ticket is a deployment ticket at the Release API.
+type Ticket struct {
+	TicketID    string
+	Service     string
+	Commit      string
+	Environment string
+	RequestedBy string
+	Status      string
+	CreatedAt   time.Time
+}
+
+// Target is the ticket's effect key.
+func (t Ticket) Target() TicketTarget {
+	return TicketTarget{Service: t.Service, Commit: t.Commit, Environment: t.Environment}
+}
+
+// SearchResult is one answer of the lagging search.
+type SearchResult struct {
+	// Tickets exactly matching the target that the index already holds.
+	Tickets []Ticket
+	// Complete is false when the provider withheld tickets (e.g. ones the
+	// caller may not see): then no answer, not even a match count, is
+	// authoritative.
+	Complete bool
+	// IndexedThrough is the watermark: every ticket created at or before it
+	// is in the index.
+	IndexedThrough time.Time
+}
+
+// Covers reports whether this answer is authoritative for every ticket
+// created at or before t: complete, and indexed through t. Only then does
+// a zero-match answer prove absence.
+func (r SearchResult) Covers(t time.Time) bool {
+	return r.Complete && !r.IndexedThrough.Before(t)
+}
+
+// ReleaseClient calls the Release API. It is safe for concurrent use.
+//
+// The Release API has no idempotency: every CreateTicket that reaches it
+// may create a ticket. Never call CreateTicket again after a ClassUnknown
+// error without reconciling first (SearchTickets and SearchResult.Covers).
+type ReleaseClient struct {
+	endpoint *endpoint
+}
+
+// NewReleaseClient validates cfg and builds a client.
+func NewReleaseClient(cfg ReleaseConfig) (*ReleaseClient, error) {
+	ep, err := newEndpoint("release client", endpointConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &ReleaseClient{endpoint: ep}, nil
+}
+
+type ticketWire struct {
+	TicketID    string    `json:"ticket_id"`
+	Service     string    `json:"service"`
+	Commit      string    `json:"commit"`
+	Environment string    `json:"environment"`
+	RequestedBy string    `json:"requested_by"`
+	Status      string    `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func (w ticketWire) complete() bool {
+	return w.TicketID != "" && w.Service != "" && w.Commit != "" && w.Environment != "" && !w.CreatedAt.IsZero()
+}
+
+func (w ticketWire) ticket() Ticket {
+	return Ticket{
+		TicketID: w.TicketID, Service: w.Service, Commit: w.Commit, Environment: w.Environment,
+		RequestedBy: w.RequestedBy, Status: w.Status, CreatedAt: w.CreatedAt,
+	}
+}
+
+func validTarget(op string, t TicketTarget) *Error {
+	if blank := firstBlank([2]string{"service", t.Service}, [2]string{"commit", t.Commit}, [2]string{"environment", t.Environment}); blank != "" {
+		return invalidInput(op, blank+" is required")
+	}
+	return nil
+}
+
+// CreateTicket creates a deployment ticket. There is no request key: the
+// provider cannot deduplicate, so a ClassUnknown error must be reconciled
+// by searching for in.Target(), never by calling CreateTicket again.
+func (c *ReleaseClient) CreateTicket(ctx context.Context, in TicketInput) (Ticket, error) {
+	const op = OpCreateTicket
+	if err := validTarget(op, in.Target()); err != nil {
+		return Ticket{}, err
+	}
+	if blank := firstBlank([2]string{"requested_by", in.RequestedBy}); blank != "" {
+		return Ticket{}, invalidInput(op, blank+" is required")
+	}
+	resp, err := c.endpoint.do(ctx, request{
+		op:     op,
+		method: http.MethodPost,
+		url:    c.endpoint.url(nil, "tickets"),
+		body: map[string]string{
+			"service":      in.Service,
+			"commit":       in.Commit,
+			"environment":  in.Environment,
+			"requested_by": in.RequestedBy,
+		},
+	})
+	if err != nil {
+		return Ticket{}, err
+	}
+	if resp.status != http.StatusCreated {
+		return Ticket{}, statusError(op, resp, ClassRejected)
+	}
+	var w ticketWire
+	if err := decodeSuccess(op, resp, &w); err != nil {
+		return Ticket{}, err
+	}
+	if !w.complete() {
+		return Ticket{}, mismatch(op, resp.status, "ticket is missing required fields")
+	}
+	if w.ticket().Target() != in.Target() {
+		return Ticket{}, mismatch(op, resp.status, "ticket %s is not for the requested target", w.TicketID)
+	}
+	return w.ticket(), nil
+}
+
+// GetTicket is the authoritative read by id; ClassNotFound on 404.
+func (c *ReleaseClient) GetTicket(ctx context.Context, ticketID string) (Ticket, error) {
+	const op = OpGetTicket
+	if err := pathID(op, "ticket_id", ticketID); err != nil {
+		return Ticket{}, err
+	}
+	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(nil, "tickets", ticketID)})
+	if err != nil {
+		return Ticket{}, err
+	}
+	if resp.status != http.StatusOK {
+		return Ticket{}, statusError(op, resp, ClassNotFound)
+	}
+	var w ticketWire
+	if err := decodeSuccess(op, resp, &w); err != nil {
+		return Ticket{}, err
+	}
+	if !w.complete() || w.TicketID != ticketID {
+		return Ticket{}, mismatch(op, resp.status, "response is not ticket %s", ticketID)
+	}
+	return w.ticket(), nil
+}
+
+// SearchTickets searches for tickets with exactly this target. The answer
+// is only as good as its watermark: check Covers before trusting a zero.
+// Tickets the provider returns for other targets are dropped, so a fuzzy
+// search never counts as a match.
+func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) (SearchResult, error) {
+	const op = OpSearchTickets
+	if err := validTarget(op, target); err != nil {
+		return SearchResult{}, err
+	}
+	query := url.Values{"service": {target.Service}, "commit": {target.Commit}, "environment": {target.Environment}}
+	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(query, "tickets")})
+	if err != nil {
+		return SearchResult{}, err
+	}
+	if resp.status != http.StatusOK {
+		// A 404 on a search is a missing route, not an absence: inconclusive.
+		return SearchResult{}, statusError(op, resp, ClassUnknown)
+	}
+	var body struct {
+		Tickets        *[]ticketWire `json:"tickets"`
+		IndexedThrough time.Time     `json:"indexed_through"`
+		Complete       *bool         `json:"complete"`
+	}
+	if err := decodeSuccess(op, resp, &body); err != nil {
+		return SearchResult{}, err
+	}
+	if body.Tickets == nil || body.Complete == nil || body.IndexedThrough.IsZero() {
+		return SearchResult{}, mismatch(op, resp.status, "search answer lacks tickets, complete or indexed_through")
+	}
+	result := SearchResult{Tickets: []Ticket{}, Complete: *body.Complete, IndexedThrough: body.IndexedThrough}
+	for _, w := range *body.Tickets {
+		if !w.complete() {
+			return SearchResult{}, mismatch(op, resp.status, "ticket is missing required fields")
+		}
+		if w.ticket().Target() == target {
+			result.Tickets = append(result.Tickets, w.ticket())
+		}
+	}
+	return result, nil
+}

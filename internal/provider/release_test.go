@@ -1,0 +1,106 @@
+package provider_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+)
+
+var ticket = provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "cc-run-3188"}
+
+func TestReleaseCreateAndReads(t *testing.T) {
+	_, url := startRelease(t)
+	c := releaseClient(t, url, time.Second)
+	created, err := c.CreateTicket(context.Background(), ticket)
+	require.NoError(t, err)
+	assert.Equal(t, ticket.Target(), created.Target())
+	assert.Equal(t, "OPEN", created.Status)
+
+	got, err := c.GetTicket(context.Background(), created.TicketID)
+	require.NoError(t, err)
+	assert.Equal(t, created, got)
+
+	_, err = c.GetTicket(context.Background(), "ticket-0")
+	perr := requireClass(t, provider.ClassNotFound, err)
+	assert.Equal(t, "ticket_not_found", perr.Code)
+
+	result, err := c.SearchTickets(context.Background(), ticket.Target())
+	require.NoError(t, err)
+	require.Len(t, result.Tickets, 1)
+	assert.True(t, result.Covers(created.CreatedAt))
+}
+
+func TestReleaseCreateFaultsAreUnknown(t *testing.T) {
+	for _, mode := range []releaseapi.CreateMode{
+		releaseapi.CreateDropResponseAfterCommit, releaseapi.CreateDuplicateThenDrop,
+		releaseapi.CreateTimeoutBeforeCommit, releaseapi.CreateError500BeforeCommit,
+	} {
+		t.Run(string(mode), func(t *testing.T) {
+			sim, url := startRelease(t)
+			require.NoError(t, sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: mode, Times: 1}}}))
+			_, err := releaseClient(t, url, 100*time.Millisecond).CreateTicket(context.Background(), ticket)
+			requireClass(t, provider.ClassUnknown, err)
+		})
+	}
+}
+
+func TestSearchDropsTicketsForOtherTargets(t *testing.T) {
+	body := `{"tickets":[` +
+		`{"ticket_id":"ticket-1","service":"payments-api","commit":"8bc911d","environment":"production-eu","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"},` +
+		`{"ticket_id":"ticket-2","service":"payments-api","commit":"8bc911d","environment":"production-us","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}` +
+		`],"indexed_through":"2026-08-13T10:52:00Z","complete":true}`
+	url, _ := fakeProvider(t, http.StatusOK, body)
+	result, err := releaseClient(t, url, time.Second).SearchTickets(context.Background(), ticket.Target())
+	require.NoError(t, err)
+	require.Len(t, result.Tickets, 1)
+	assert.Equal(t, "ticket-1", result.Tickets[0].TicketID)
+	assert.Equal(t, time.Date(2026, 8, 13, 10, 52, 0, 0, time.UTC), result.IndexedThrough)
+}
+
+func TestSearchWithoutWatermarkOrCompletenessIsUnknown(t *testing.T) {
+	for name, body := range map[string]string{
+		"no watermark":    `{"tickets":[],"complete":true}`,
+		"no completeness": `{"tickets":[],"indexed_through":"2026-08-13T10:52:00Z"}`,
+		"no tickets":      `{"indexed_through":"2026-08-13T10:52:00Z","complete":true}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			url, _ := fakeProvider(t, http.StatusOK, body)
+			_, err := releaseClient(t, url, time.Second).SearchTickets(context.Background(), ticket.Target())
+			perr := requireClass(t, provider.ClassUnknown, err)
+			assert.Equal(t, provider.CodeResponseMismatch, perr.Code)
+		})
+	}
+}
+
+func TestCoversNeedsCompleteAndAWatermarkPastTheInstant(t *testing.T) {
+	at := time.Date(2026, 8, 13, 10, 51, 19, 0, time.UTC)
+	assert.True(t, provider.SearchResult{Complete: true, IndexedThrough: at}.Covers(at))
+	assert.False(t, provider.SearchResult{Complete: true, IndexedThrough: at.Add(-time.Nanosecond)}.Covers(at))
+	assert.False(t, provider.SearchResult{Complete: false, IndexedThrough: at.Add(time.Hour)}.Covers(at))
+}
+
+func TestTicketResponseForAnotherTargetIsUnknown(t *testing.T) {
+	body := `{"ticket_id":"ticket-1","service":"payments-api","commit":"0000000","environment":"production-eu","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}`
+	url, _ := fakeProvider(t, http.StatusCreated, body)
+	_, err := releaseClient(t, url, time.Second).CreateTicket(context.Background(), ticket)
+	perr := requireClass(t, provider.ClassUnknown, err)
+	assert.Equal(t, provider.CodeResponseMismatch, perr.Code)
+}
+
+func TestTicketPathIsEscaped(t *testing.T) {
+	_, url := startRelease(t)
+	_, err := releaseClient(t, url, time.Second).GetTicket(context.Background(), "../_sim/stats")
+	perr := requireClass(t, provider.ClassNotFound, err)
+	assert.Equal(t, "ticket_not_found", perr.Code, "the id stays one path segment")
+
+	_, err = releaseClient(t, url, time.Second).GetTicket(context.Background(), "..")
+	perr = requireClass(t, provider.ClassRejected, err)
+	assert.Equal(t, provider.CodeInvalidInput, perr.Code)
+}

@@ -1,0 +1,24 @@
+// Package releaseapi simulates the Release API: a deployment-ticket system
+// with NO idempotency support (every POST /tickets creates a ticket) and an
+// eventually consistent search. It is the hard case of seed 001: after a
+// lost response the only way to learn whether a ticket exists is to search
+// for the exact intended effect, and the search may not have caught up.
+//
+// Routes (all but /_sim/ need X-Api-Key):
+//
+//	POST /tickets       {"service","commit","environment","requested_by"} -> 201 ticket
+//	GET  /tickets/{id}  authoritative read: 200 ticket or 404 {"error":"ticket_not_found"}
+//	GET  /tickets?service=&commit=&environment=
+//	                    search; a ticket is visible only once
+//	                    created_at <= now - search_lag. Response:
+//	                    {"tickets":[...],"indexed_through":"<now - lag, RFC3339Nano>","complete":true}
+//	POST /_sim/faults   replace fault queues, lag and latency (see Faults)
+//	GET  /_sim/stats    Stats
+//	POST /_sim/reset    clear tickets, faults, counters
+//
+// indexed_through is the watermark: every ticket created at or before it is
+// in the answer (unless complete is false). A zero-match answer proves
+// absence only if the watermark is past the latest instant the create could
+// have committed. Search filters are optional and exact; an omitted filter
+// matches everything.
+package releaseapi

@@ -1,0 +1,43 @@
+package releaseapi
+
+import (
+	"maps"
+	"net/http"
+
+	"github.com/intentgate/intentgate/internal/sim/internal/simhttp"
+)
+
+// Stats is what GET /_sim/stats reports. Counters start at zero on Reset.
+type Stats struct {
+	// CreateCalls counts authenticated POST /tickets, whatever their outcome.
+	CreateCalls int `json:"create_calls"`
+	// TicketsCommitted counts tickets actually created (duplicate_then_drop
+	// adds two).
+	TicketsCommitted int `json:"tickets_committed"`
+	// TicketsByTarget is keyed "service/commit/environment".
+	TicketsByTarget map[string]int `json:"tickets_by_target"`
+	// SearchCalls counts authenticated GET /tickets searches.
+	SearchCalls int `json:"search_calls"`
+	// GetCalls counts authenticated GET /tickets/{id}.
+	GetCalls int `json:"get_calls"`
+	// MaxInFlight is the highest number of non-/_sim requests handled at
+	// the same moment.
+	MaxInFlight int `json:"max_in_flight"`
+	// ForeignAuthorizationSeen is true once any request carried an
+	// Authorization header.
+	ForeignAuthorizationSeen bool `json:"foreign_authorization_seen"`
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	snapshot := s.counters
+	snapshot.TicketsByTarget = maps.Clone(s.counters.TicketsByTarget)
+	s.mu.Unlock()
+	snapshot.MaxInFlight = s.inFlight.Max()
+	return snapshot
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
+	simhttp.WriteJSON(w, http.StatusOK, s.Stats())
+}
