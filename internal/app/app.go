@@ -1,0 +1,212 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/auth"
+	"github.com/intentgate/intentgate/internal/gateway"
+	"github.com/intentgate/intentgate/internal/lambdahttp"
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
+)
+
+// Version is reported in server/discover and initialize.
+const Version = "0.1.0"
+
+// Options are the non-environment inputs of Build.
+type Options struct {
+	// Out receives audit records, EMF metrics and logs (JSON lines).
+	// Default os.Stdout, which Lambda ships to CloudWatch Logs.
+	Out io.Writer
+	// Clock replaces time.Now (tests).
+	Clock func() time.Time
+}
+
+// App is the wired system.
+type App struct {
+	Config   Config
+	Store    *store.Store
+	Executor *tools.Executor
+	// Families by tool name: what the reconciler needs.
+	Families map[string]tools.WriteTool
+	Gate     *admission.Gate
+	Auditor  *obs.Auditor
+	Metrics  *obs.Metrics
+	Tracer   *obs.Tracer
+	Logger   *slog.Logger
+
+	verifier *auth.Verifier
+}
+
+// Build wires the parts shared by the MCP function, the reconciler and the
+// devstack. It makes no network call except fetching the JWKS (so a wrong
+// issuer URL fails at start, not on the first caller).
+func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	a := &App{
+		Config:  cfg,
+		Auditor: obs.NewAuditor(opts.Out),
+		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock),
+		Tracer:  obs.NewTracer(cfg.Tracing),
+		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	db, err := store.NewClient(ctx, store.ClientConfig{Endpoint: cfg.DynamoDBEndpoint, Region: cfg.Region})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention}); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Gate, err = admission.NewGate(admission.GateConfig{MaxInFlight: cfg.MaxInFlight, MaxQueue: cfg.MaxQueue, MaxWait: cfg.MaxQueueWait}); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Executor, err = tools.NewExecutor(tools.ExecutorConfig{
+		Store: a.Store, Budget: cfg.Budget, Clock: opts.Clock,
+		Observe: gateway.Observe(a.Auditor, a.Metrics),
+	}); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Families, err = a.families(); err != nil {
+		return nil, err
+	}
+	if !cfg.TrustGatewayAuthorizer || cfg.JWKSURL != "" {
+		a.verifier, err = auth.NewVerifier(ctx, auth.VerifierConfig{
+			JWKSURL: cfg.JWKSURL, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("app: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// families builds the downstream clients and tool families. The same
+// connection cap applies per process to each downstream.
+func (a *App) families() (map[string]tools.WriteTool, error) {
+	cfg := a.Config
+	wrap := func(rt http.RoundTripper) http.RoundTripper {
+		return a.Tracer.HTTPClient(&http.Client{Transport: rt}).Transport
+	}
+	risk, err := provider.NewRiskClient(provider.RiskConfig{
+		BaseURL: cfg.RiskAPIURL, APIKey: cfg.RiskAPIKey, MaxConns: cfg.DownstreamMaxConns,
+		Timeout: cfg.Budget.Downstream, WrapTransport: wrap,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	recovery := riskreview.DefaultRecovery()
+	recovery.SettleWindow = cfg.RiskSettleWindow
+	families := map[string]tools.WriteTool{riskreview.ToolRequest: riskreview.New(risk, recovery)}
+	return families, nil
+}
+
+// Close releases background work (the JWKS cache).
+func (a *App) Close(ctx context.Context) error {
+	if a.verifier == nil {
+		return nil
+	}
+	return a.verifier.Close(ctx)
+}
+
+// Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
+// endpoint behind bearer authentication.
+func (a *App) Handler() (http.Handler, error) {
+	gw, err := gateway.New(gateway.Config{
+		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.Families[toolCreateTicket],
+		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	mcpHandler, err := mcpserver.New(mcpserver.Config{
+		Name: "intentgate", Version: Version, Logger: a.Logger,
+		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
+			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
+	}, gw.Tools()...)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	metadataURL, err := auth.ResourceMetadataURL(a.Config.ResourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	authn := auth.Middleware(auth.MiddlewareConfig{
+		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
+		ResourceMetadataURL: metadataURL, Logger: a.Logger,
+		OnReject: func(reason string) {
+			a.Auditor.Record(context.Background(), obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason})
+			_ = a.Metrics.AuthRejection(context.Background(), reason)
+		},
+	})
+	mux := http.NewServeMux()
+	paths, err := auth.ProtectedResourceMetadataPaths(a.Config.ResourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	var servers []string
+	if a.Config.JWTIssuer != "" {
+		servers = []string{a.Config.JWTIssuer}
+	}
+	meta := auth.ProtectedResourceMetadataHandler(a.Config.ResourceURL, servers, nil)
+	for _, p := range paths {
+		mux.Handle("GET "+p, meta)
+	}
+	mux.Handle("/mcp", authn(withRequestID(mcpHandler)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	return a.Tracer.Handler("intentgate-mcp", mux), nil
+}
+
+// withRequestID carries the adapter's server-minted request id into the
+// MCP layer, so audit records and the X-Request-Id header agree.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := lambdahttp.RequestIDFrom(r.Context()); id != "" {
+			r = r.WithContext(mcpserver.ContextWithRequestID(r.Context(), id))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LambdaOptions are the adapter options matching this configuration. In
+// plain-HTTP mode each request gets the whole budget as its deadline, standing
+// in for the Lambda deadline. The
+// authorizer's claims are handed to auth only when the gateway is trusted.
+func (a *App) LambdaOptions() lambdahttp.Options {
+	opts := lambdahttp.Options{Logger: a.Logger, LocalTimeout: a.Config.Budget.Total()}
+	if a.Config.TrustGatewayAuthorizer {
+		opts.WithGatewayClaims = auth.WithGatewayClaims
+	}
+	return opts
+}
+
+var errNoFamily = errors.New("no such tool family")
+
+// Family returns the family registered for a tool name.
+func (a *App) Family(tool string) (tools.WriteTool, error) {
+	f, ok := a.Families[tool]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", errNoFamily, tool)
+	}
+	return f, nil
+}
+
+// toolCreateTicket is the deployment-ticket tool's name.
+const toolCreateTicket = "create_deployment_ticket"

@@ -1,0 +1,192 @@
+// Package app is the composition root: it reads configuration from the
+// environment, builds every part (store, provider clients, tool families,
+// executor, admission gate, auth, MCP server) and hands back the HTTP
+// handler and the reconciler families. functions/mcp, functions/reconciler
+// and the devstack all start here, so they run the same wiring.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/admission"
+)
+
+// Config is every setting, with the environment variable that sets it.
+// README.md's configuration table lists the same names and defaults.
+type Config struct {
+	Table            string        // INTENTGATE_TABLE
+	DynamoDBEndpoint string        // INTENTGATE_DYNAMODB_ENDPOINT (empty: AWS)
+	Region           string        // AWS_REGION
+	Retention        time.Duration // INTENTGATE_RETENTION
+
+	ResourceURL            string // INTENTGATE_RESOURCE_URL: this server's MCP URL, the token audience
+	JWTIssuer              string // INTENTGATE_JWT_ISSUER
+	JWKSURL                string // INTENTGATE_JWKS_URL
+	JWTAudience            string // INTENTGATE_JWT_AUDIENCE (default: ResourceURL)
+	TrustGatewayAuthorizer bool   // INTENTGATE_TRUST_GATEWAY_AUTHORIZER
+
+	RiskAPIURL       string        // INTENTGATE_RISK_API_URL
+	RiskAPIKey       string        // INTENTGATE_RISK_API_KEY
+	RiskSettleWindow time.Duration // INTENTGATE_RISK_SETTLE_WINDOW
+
+	ReleaseAPIURL       string        // INTENTGATE_RELEASE_API_URL (empty: ticket tools off)
+	ReleaseAPIKey       string        // INTENTGATE_RELEASE_API_KEY
+	ReleaseSettleWindow time.Duration // INTENTGATE_RELEASE_SETTLE_WINDOW
+	DeployGrants        string        // INTENTGATE_DEPLOY_GRANTS: team=svc,svc;team2=svc
+	Operator            string        // INTENTGATE_OPERATOR: named operator escalations go to
+
+	MaxInFlight        int           // INTENTGATE_MAX_IN_FLIGHT
+	MaxQueue           int           // INTENTGATE_MAX_QUEUE
+	MaxQueueWait       time.Duration // INTENTGATE_MAX_QUEUE_WAIT
+	DownstreamMaxConns int           // INTENTGATE_DOWNSTREAM_MAX_CONNS
+	Budget             admission.BudgetConfig
+	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
+
+	ListenAddr string // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
+	Tracing    bool   // INTENTGATE_TRACING (default: on under Lambda)
+}
+
+// Lookup reads one environment variable (os.LookupEnv in production).
+type Lookup func(string) (string, bool)
+
+// FromEnv reads and validates the configuration. Unset variables take the
+// documented defaults; malformed ones are errors, never silently ignored.
+func FromEnv(lookup Lookup) (Config, error) {
+	e := envReader{lookup: lookup}
+	budget := admission.DefaultBudget()
+	c := Config{
+		Table:                  e.str("INTENTGATE_TABLE", "intentgate-operations"),
+		DynamoDBEndpoint:       e.str("INTENTGATE_DYNAMODB_ENDPOINT", ""),
+		Region:                 e.str("AWS_REGION", "us-east-1"),
+		Retention:              e.dur("INTENTGATE_RETENTION", 90*24*time.Hour),
+		ResourceURL:            e.str("INTENTGATE_RESOURCE_URL", "http://127.0.0.1:8080/mcp"),
+		JWTIssuer:              e.str("INTENTGATE_JWT_ISSUER", ""),
+		JWKSURL:                e.str("INTENTGATE_JWKS_URL", ""),
+		TrustGatewayAuthorizer: e.boolean("INTENTGATE_TRUST_GATEWAY_AUTHORIZER", false),
+		RiskAPIURL:             e.str("INTENTGATE_RISK_API_URL", ""),
+		RiskAPIKey:             e.str("INTENTGATE_RISK_API_KEY", ""),
+		RiskSettleWindow:       e.dur("INTENTGATE_RISK_SETTLE_WINDOW", 2*time.Second),
+		ReleaseAPIURL:          e.str("INTENTGATE_RELEASE_API_URL", ""),
+		ReleaseAPIKey:          e.str("INTENTGATE_RELEASE_API_KEY", ""),
+		ReleaseSettleWindow:    e.dur("INTENTGATE_RELEASE_SETTLE_WINDOW", 5*time.Second),
+		DeployGrants:           e.str("INTENTGATE_DEPLOY_GRANTS", ""),
+		Operator:               e.str("INTENTGATE_OPERATOR", "release-oncall"),
+		MaxInFlight:            e.integer("INTENTGATE_MAX_IN_FLIGHT", 8),
+		MaxQueue:               e.integer("INTENTGATE_MAX_QUEUE", 16),
+		MaxQueueWait:           e.dur("INTENTGATE_MAX_QUEUE_WAIT", time.Second),
+		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
+		Budget: admission.BudgetConfig{
+			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
+			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
+			Downstream: e.dur("INTENTGATE_BUDGET_DOWNSTREAM", e.dur("INTENTGATE_DOWNSTREAM_TIMEOUT", budget.Downstream)),
+			Reserve:    e.dur("INTENTGATE_BUDGET_RESERVE", budget.Reserve),
+		},
+	}
+	_, underLambda := lookup("AWS_LAMBDA_FUNCTION_NAME")
+	c.Tracing = e.boolean("INTENTGATE_TRACING", underLambda)
+	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
+	c.DownstreamMaxConns = e.integer("INTENTGATE_DOWNSTREAM_MAX_CONNS", c.MaxInFlight)
+	if len(e.errs) > 0 {
+		return Config{}, errors.Join(e.errs...)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the settings together.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, errors.New("INTENTGATE_TABLE must not be empty"))
+	}
+	if err := absoluteURL(c.ResourceURL); err != nil {
+		errs = append(errs, fmt.Errorf("INTENTGATE_RESOURCE_URL: %w", err))
+	}
+	if err := absoluteURL(c.RiskAPIURL); err != nil {
+		errs = append(errs, fmt.Errorf("INTENTGATE_RISK_API_URL: %w", err))
+	}
+	if c.ReleaseAPIURL != "" {
+		if err := absoluteURL(c.ReleaseAPIURL); err != nil {
+			errs = append(errs, fmt.Errorf("INTENTGATE_RELEASE_API_URL: %w", err))
+		}
+	}
+	if !c.TrustGatewayAuthorizer || c.JWKSURL != "" {
+		if c.JWTIssuer == "" || c.JWKSURL == "" {
+			errs = append(errs, errors.New("INTENTGATE_JWT_ISSUER and INTENTGATE_JWKS_URL are required unless INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true"))
+		}
+	}
+	if c.MaxInFlight < 1 || c.MaxQueue < 0 || c.MaxQueueWait <= 0 || c.DownstreamMaxConns < 1 {
+		errs = append(errs, errors.New("INTENTGATE_MAX_IN_FLIGHT and INTENTGATE_DOWNSTREAM_MAX_CONNS must be >= 1, INTENTGATE_MAX_QUEUE >= 0, INTENTGATE_MAX_QUEUE_WAIT > 0"))
+	}
+	if err := c.Budget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
+		errs = append(errs, errors.New("settle windows must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func absoluteURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", s)
+	}
+	return nil
+}
+
+// envReader collects every parse error instead of stopping at the first.
+type envReader struct {
+	lookup Lookup
+	errs   []error
+}
+
+func (e *envReader) str(name, def string) string {
+	if v, ok := e.lookup(name); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (e *envReader) dur(name string, def time.Duration) time.Duration {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a duration like 2s or 150ms", name, v))
+		return def
+	}
+	return d
+}
+
+func (e *envReader) integer(name string, def int) int {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (e *envReader) boolean(name string, def bool) bool {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
