@@ -16,9 +16,11 @@ import (
 	"github.com/intentgate/intentgate/internal/lambdahttp"
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -115,6 +117,23 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	recovery := riskreview.DefaultRecovery()
 	recovery.SettleWindow = cfg.RiskSettleWindow
 	families := map[string]tools.WriteTool{riskreview.ToolRequest: riskreview.New(risk, recovery)}
+	if cfg.ReleaseAPIURL == "" {
+		return families, nil
+	}
+	rel, err := provider.NewReleaseClient(provider.ReleaseConfig{
+		BaseURL: cfg.ReleaseAPIURL, APIKey: cfg.ReleaseAPIKey, MaxConns: cfg.DownstreamMaxConns,
+		Timeout: cfg.Budget.Downstream, WrapTransport: wrap,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	grants, err := policy.ParseDeployGrants(cfg.DeployGrants)
+	if err != nil {
+		return nil, fmt.Errorf("app: INTENTGATE_DEPLOY_GRANTS: %w", err)
+	}
+	relRecovery := release.DefaultRecovery()
+	relRecovery.SettleWindow = cfg.ReleaseSettleWindow
+	families[release.ToolCreate] = release.New(rel, grants, relRecovery)
 	return families, nil
 }
 
@@ -130,7 +149,7 @@ func (a *App) Close(ctx context.Context) error {
 // endpoint behind bearer authentication.
 func (a *App) Handler() (http.Handler, error) {
 	gw, err := gateway.New(gateway.Config{
-		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.Families[toolCreateTicket],
+		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.Families[release.ToolCreate],
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics,
 	})
 	if err != nil {
@@ -207,6 +226,3 @@ func (a *App) Family(tool string) (tools.WriteTool, error) {
 	}
 	return f, nil
 }
-
-// toolCreateTicket is the deployment-ticket tool's name.
-const toolCreateTicket = "create_deployment_ticket"

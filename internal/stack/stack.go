@@ -20,6 +20,7 @@ import (
 	"github.com/intentgate/intentgate/internal/lambdahttp"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
 // Config of a stack. Addresses "127.0.0.1:0" pick a free port.
@@ -120,6 +121,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		"INTENTGATE_RELEASE_API_URL":   s.ReleaseURL,
 		"INTENTGATE_RELEASE_API_KEY":   ReleaseAPIKey,
 		"INTENTGATE_DEPLOY_GRANTS":     DeployGrants,
+		// An empty search proves nothing until the index covers the
+		// dispatch: the settle window follows the simulator's lag.
+		"INTENTGATE_RELEASE_SETTLE_WINDOW": release.RecoveryForLag(cfg.ReleaseSearchLag).SettleWindow.String(),
 	}
 	for k, v := range cfg.Env {
 		env[k] = v

@@ -268,7 +268,8 @@ func Receipt(handle, resourceID string) string {
 	return "receipt-" + hex.EncodeToString(sum[:6])
 }
 
-// classDetail keeps the journal free of provider bodies: class and status.
+// classDetail keeps the journal free of provider bodies: for provider
+// errors only class, status and code are kept.
 func classDetail(err error) string {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
@@ -284,5 +285,10 @@ func classDetail(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "deadline exceeded"
 	}
-	return "unclassified error"
+	// Our own errors (e.g. a verification mismatch) carry no provider body.
+	msg := err.Error()
+	if len(msg) > 160 {
+		msg = msg[:160]
+	}
+	return msg
 }

@@ -1,0 +1,119 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests start their own moto engines (not Main's shared one) because
+// they check the process lifecycle itself.
+
+func TestStartedMotoAnswersAndStopLeavesNoProcess(t *testing.T) {
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvKind, "")
+	ctx := context.Background()
+
+	e, err := Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Stop() })
+	assert.Equal(t, KindMoto, e.Kind())
+	assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, e.Endpoint())
+	pid := e.proc.cmd.Process.Pid
+
+	client, err := e.Client(ctx)
+	require.NoError(t, err)
+	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	require.NoError(t, err)
+	assert.Empty(t, out.TableNames)
+
+	require.NoError(t, e.Stop())
+	require.NoError(t, e.Stop(), "second Stop is harmless")
+	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "engine process still exists")
+
+	callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = client.ListTables(callCtx, &dynamodb.ListTablesInput{})
+	assert.Error(t, err, "stopped engine still answers")
+}
+
+func TestResetDropsMotoTables(t *testing.T) {
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvKind, "")
+	ctx := context.Background()
+	e, err := Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Stop() })
+	client, err := e.Client(ctx)
+	require.NoError(t, err)
+
+	_, err = client.CreateTable(ctx, minimalTable(TableName(t)))
+	require.NoError(t, err)
+	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	require.NoError(t, err)
+	require.Len(t, out.TableNames, 1)
+
+	require.NoError(t, e.Reset(ctx))
+	out, err = client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	require.NoError(t, err)
+	assert.Empty(t, out.TableNames)
+}
+
+func TestStartWithoutVenvSaysHowToInstall(t *testing.T) {
+	_, err := startMoto(context.Background(), t.TempDir())
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrNotInstalled))
+	assert.Contains(t, err.Error(), "run `make venv` (make test does it)")
+}
+
+func TestStartUsesConfiguredEngine(t *testing.T) {
+	tests := []struct {
+		name, endpoint, kind   string
+		wantEndpoint, wantKind string
+	}{
+		{"endpoint without kind is external", "http://localhost:4566/", "", "http://localhost:4566", KindExternal},
+		{"endpoint with kind", "http://localhost:4566", "localstack", "http://localhost:4566", "localstack"},
+		{"dynamodb kind without endpoint is real AWS", "", KindDynamoDB, "", KindDynamoDB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvEndpoint, tt.endpoint)
+			t.Setenv(EnvKind, tt.kind)
+			e, err := Start(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantEndpoint, e.Endpoint())
+			assert.Equal(t, tt.wantKind, e.Kind())
+			assert.Nil(t, e.proc, "no process started for a configured engine")
+			assert.NoError(t, e.Stop())
+			assert.NoError(t, e.Reset(context.Background()), "Reset is a no-op off moto")
+		})
+	}
+}
+
+func TestStartRefusesUnknownKindWithoutEndpoint(t *testing.T) {
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvKind, "localstack")
+	_, err := Start(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), EnvEndpoint)
+}
+
+func TestTableNameIsValidAndUnique(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+	a, b := TableName(t), TableName(t)
+	assert.NotEqual(t, a, b)
+	assert.Regexp(t, valid, a)
+
+	t.Run("a very long subtest name with spaces/slashes and ünïcode that goes on and on", func(t *testing.T) {
+		name := TableName(t)
+		assert.Regexp(t, valid, name)
+		assert.LessOrEqual(t, len(name), 3+maxNameFromTest+1+8)
+	})
+}

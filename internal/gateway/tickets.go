@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/packet"
+	"github.com/intentgate/intentgate/internal/tools/release"
+)
+
+// ticketTools are seed 001's tools: the write, the journal read, the
+// dependent action and the operator's resolution.
+func (g *Gateway) ticketTools() []mcpserver.Tool {
+	return []mcpserver.Tool{{
+		Name:  release.ToolCreate,
+		Title: "Create a deployment ticket",
+		Description: "Create the deployment ticket for service+commit+environment, exactly once. Reuse operation_id on every retry; " +
+			"never invent a new one for the same intent. UNKNOWN means: call get_operation, do not resend.",
+		InputSchema: json.RawMessage(release.InputSchema), OutputSchema: json.RawMessage(release.OutputSchema),
+		Annotations: &mcp.ToolAnnotations{Title: "Create a deployment ticket", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
+		Handler:     g.createTicket,
+	}, {
+		Name:        release.ToolApprove,
+		Title:       "Approve a rollout",
+		Description: "Approve the rollout for a deployment ticket. Refused unless the ticket's creation is committed_and_verified.",
+		InputSchema: json.RawMessage(release.ApproveInputSchema), OutputSchema: json.RawMessage(release.ApproveOutputSchema),
+		Annotations: &mcp.ToolAnnotations{Title: "Approve a rollout", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Handler:     g.approveRollout,
+	}}
+}
+
+// operationTools read and settle operations of every family.
+func (g *Gateway) operationTools() []mcpserver.Tool {
+	return []mcpserver.Tool{{
+		Name:        packet.ToolGetOperation,
+		Title:       "Operation review packet",
+		Description: "The journal of a write operation: intended effect, state, outcome, attempts, timeouts, reconciliation evidence and receipt.",
+		InputSchema: json.RawMessage(release.GetOperationInputSchema), OutputSchema: json.RawMessage(packet.OutputSchema),
+		Annotations: &mcp.ToolAnnotations{Title: "Operation review packet", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Handler:     g.getOperation,
+	}, {
+		Name:        packet.ToolResolveOperation,
+		Title:       "Resolve an escalated operation",
+		Description: "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence.",
+		InputSchema: json.RawMessage(release.ResolveInputSchema), OutputSchema: json.RawMessage(release.ResolveOutputSchema),
+		Annotations: &mcp.ToolAnnotations{Title: "Resolve an escalated operation", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Handler:     g.resolveOperation,
+	}}
+}
+
+func (g *Gateway) createTicket(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
+	rec := g.begin(call)
+	defer g.finish(ctx, rec)
+	c, ok := caller(ctx)
+	if !ok {
+		return unauthenticated(rec)
+	}
+	rec.withCaller(c)
+	done, overloaded := g.admit(ctx, rec)
+	if overloaded != nil {
+		return overloaded
+	}
+	defer done()
+	sub, err := g.cfg.Executor.Submit(ctx, g.cfg.Release, c, call.Arguments, call.IdempotencyKey)
+	if sub.Operation.Handle == "" {
+		return g.failure(rec, err)
+	}
+	rec.PolicyDecision = obs.PolicyAllow
+	rec.withOperation(sub.Operation)
+	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
+	if err != nil && rec.ErrorClass == "" {
+		rec.ErrorClass = "store"
+	}
+	isError := sub.Operation.State != operation.StateSucceeded
+	if isError {
+		rec.Code = viewOf(sub.Operation, packet.ToolGetOperation, "operation_id").code
+	}
+	return mcpserver.Result(release.NewResult(c, sub), isError)
+}
+
+// lookup finds the operation named by operation_id (the caller's own key)
+// or by handle, if the caller may see it.
+func (g *Gateway) lookup(ctx context.Context, c tools.Caller, raw json.RawMessage, handleField string) (operation.Operation, map[string]any, error) {
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return operation.Operation{}, nil, tools.Fail(tools.CodeInvalidArgument, false, nil, "arguments: %v", err)
+	}
+	if id, ok := args["operation_id"].(string); ok {
+		op, err := g.cfg.Executor.FindByOperationID(ctx, c, id, g.writeTools())
+		return op, args, err
+	}
+	handle, _ := args[handleField].(string)
+	op, err := g.cfg.Executor.FindByHandle(ctx, c, handle)
+	return op, args, err
+}
+
+func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
+	rec := g.begin(call)
+	defer g.finish(ctx, rec)
+	c, ok := caller(ctx)
+	if !ok {
+		return unauthenticated(rec)
+	}
+	rec.withCaller(c)
+	op, _, err := g.lookup(ctx, c, call.Arguments, "handle")
+	if err != nil {
+		return g.failure(rec, err)
+	}
+	rec.withOperation(op)
+	return mcpserver.Success(packet.Build(op))
+}
+
+func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
+	rec := g.begin(call)
+	defer g.finish(ctx, rec)
+	c, ok := caller(ctx)
+	if !ok {
+		return unauthenticated(rec)
+	}
+	rec.withCaller(c)
+	op, _, err := g.lookup(ctx, c, call.Arguments, "ticket_handle")
+	if err != nil {
+		return g.failure(rec, err)
+	}
+	rec.withOperation(op)
+	approval, err := release.Approve(op)
+	if err != nil {
+		rec.PolicyDecision = obs.PolicyDeny
+		return g.failure(rec, err)
+	}
+	rec.PolicyDecision = obs.PolicyAllow
+	return mcpserver.Success(approval)
+}
+
+func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
+	rec := g.begin(call)
+	defer g.finish(ctx, rec)
+	c, ok := caller(ctx)
+	if !ok {
+		return unauthenticated(rec)
+	}
+	rec.withCaller(c)
+	op, args, err := g.lookup(ctx, c, call.Arguments, "handle")
+	if err != nil {
+		return g.failure(rec, err)
+	}
+	rec.withOperation(op)
+	resolution, _ := args["resolution"].(string)
+	evidence, _ := args["evidence"].(string)
+	resourceID, _ := args["resource_id"].(string)
+	settled, err := release.Resolve(ctx, g.cfg.Executor, c, op, resolution, evidence, resourceID)
+	if err != nil {
+		return g.failure(rec, err)
+	}
+	rec.PolicyDecision = obs.PolicyAllow
+	rec.withOperation(settled)
+	return mcpserver.Success(packet.Build(settled))
+}

@@ -1,0 +1,303 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// ErrUnknownTool: an operation names a tool no registered family serves.
+var ErrUnknownTool = errors.New("no tool family for operation")
+
+// Claim results.
+const (
+	ClaimWon  = "won"
+	ClaimLost = "lost"
+)
+
+// Probe result names recorded in the journal (seed 001's reconciliation
+// check: source and result).
+const (
+	ResultLookupFailed     = "lookup_failed"
+	ResultOneExactMatch    = "one_exact_match"
+	ResultMultipleMatches  = "multiple_matches"
+	ResultNotFound         = "not_found"
+	ResultNotFoundUnproven = "not_found_unproven"
+)
+
+// Result is what one Reconcile call decided.
+type Result struct {
+	Handle string
+	From   operation.State
+	// To is the state after this call: after the winner's dispatch when a
+	// claim was won.
+	To operation.State
+	// Event is the reconciler's own transition event (empty when skipped).
+	Event operation.EventType
+	// ClaimResult is ClaimWon, ClaimLost or "" when no claim was tried.
+	ClaimResult string
+	// Dispatch is the event the claim winner's re-send recorded.
+	Dispatch operation.EventType
+	// Skipped: nothing was written by this call (not due, nothing to do, or
+	// another worker moved the operation first).
+	Skipped bool
+	// Reason says briefly why, for logs and tests.
+	Reason string
+}
+
+// Reconcile decides one operation using its tool family. It acts only on
+// what is due; a lost conditional write is reported in the Result, not as
+// an error.
+func (s *Service) Reconcile(ctx context.Context, op operation.Operation) (Result, error) {
+	res := Result{Handle: op.Handle, From: op.State, To: op.State}
+	family, ok := s.cfg.Families[op.Key.Tool]
+	if !ok {
+		return res, fmt.Errorf("reconcile %s: %w: %q", op.Handle, ErrUnknownTool, op.Key.Tool)
+	}
+	now := s.cfg.Executor.Now()
+	if !op.State.NeedsReconciliation() {
+		return skip(res, "state needs no reconciliation"), nil
+	}
+	if op.DueAt.After(now) {
+		return skip(res, "not due until "+op.DueAt.UTC().Format(time.RFC3339Nano)), nil
+	}
+	switch op.State {
+	case operation.StatePending:
+		return s.expireLease(ctx, family, op, now, res)
+	case operation.StateUnknown:
+		return s.probe(ctx, family, op, now, res)
+	default: // RETRYABLE
+		return s.retry(ctx, family, op, now, res)
+	}
+}
+
+func skip(res Result, reason string) Result {
+	res.Skipped, res.Reason = true, reason
+	return res
+}
+
+// expireLease: a PENDING operation past its lease has lost its dispatcher.
+// The call may or may not have reached the provider, so it becomes
+// UNKNOWN and is probed at once (the lease already outlasted the settle
+// window of any sane family; the probe itself still checks it).
+func (s *Service) expireLease(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	ev := operation.Event{
+		Type: operation.EventDispatcherLost, At: now, NextAt: now, Source: "reconciler",
+		Detail: "dispatch lease expired at " + op.DueAt.UTC().Format(time.RFC3339Nano) + " without a recorded outcome",
+	}
+	return s.decide(ctx, family, op, ev, res)
+}
+
+// probe looks an UNKNOWN operation up and decides on the evidence.
+func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	rec := family.Recovery()
+	if op.ProbeCount >= rec.ProbeBudget || (rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge) {
+		detail := fmt.Sprintf("escalated to %s: %d probes without proof", s.cfg.Operator, op.ProbeCount)
+		if op.ProbeCount < rec.ProbeBudget {
+			detail = fmt.Sprintf("escalated to %s: outcome unknown for %s (max age %s) after %d probes",
+				s.cfg.Operator, now.Sub(op.CreatedAt).Round(time.Second), rec.MaxAge, op.ProbeCount)
+		}
+		ev := operation.Event{Type: operation.EventProbeBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator, Detail: detail}
+		return s.decide(ctx, family, op, ev, res)
+	}
+
+	found, err := family.Probe(ctx, op)
+	if err != nil && ctx.Err() != nil {
+		// Our own invocation ran out; that says nothing about the provider.
+		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
+	}
+	now = s.cfg.Executor.Now()
+	source := found.Source
+	if source == "" {
+		source = family.Name()
+	}
+	settled := op.LastDispatchAt.Add(rec.SettleWindow)
+	var ev operation.Event
+	switch {
+	case err != nil && errors.Is(err, provider.ErrMultipleMatches):
+		// The lookup itself refused to pick one: the uniqueness control
+		// failed downstream. Same incident as two matches.
+		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches, Duplicates: 2,
+			Detail: fmt.Sprintf("incident: the lookup reported at least 2 matching effects (%s); escalated to %s; nothing deleted or chosen", errorDetail(err), s.cfg.Operator)}
+	case err != nil:
+		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultLookupFailed,
+			Outcome: operation.OutcomeProviderStatusUnavailable, NextAt: now.Add(s.wait(op.ProbeCount)),
+			Detail: "lookup failed: " + errorDetail(err)}
+	case len(found.Matches) == 1:
+		id := found.Matches[0]
+		ev = operation.Event{Type: operation.EventProbeFoundOne, Source: source, Result: ResultOneExactMatch,
+			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail}
+	case len(found.Matches) > 1:
+		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches,
+			Duplicates: len(found.Matches),
+			Detail: fmt.Sprintf("incident: %d matching effects [%s]; escalated to %s; nothing deleted or chosen",
+				len(found.Matches), strings.Join(found.Matches, ", "), s.cfg.Operator)}
+	case found.Authoritative && !now.Before(settled):
+		ev = operation.Event{Type: operation.EventProbeNotFound, Source: source, Result: ResultNotFound,
+			Outcome: operation.OutcomeFailedWithoutEffect, NextAt: now.Add(s.wait(op.RetryCount)),
+			Detail: joinDetail(found.Detail, "authoritative absence after the settle window")}
+	default:
+		why := "zero matches from a non-authoritative lookup"
+		if found.Authoritative {
+			why = "zero matches inside the settle window (until " + settled.UTC().Format(time.RFC3339Nano) + ")"
+		}
+		next := now.Add(s.wait(op.ProbeCount))
+		if settled.After(next) {
+			next = settled
+		}
+		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultNotFoundUnproven,
+			Outcome: operation.OutcomeVerificationInconclusive, NextAt: next, Detail: joinDetail(found.Detail, why)}
+	}
+	ev.At = now
+	return s.decide(ctx, family, op, ev, res)
+}
+
+// retry claims a due RETRYABLE operation by CAS; only the winner re-sends,
+// with the same handle and so the same request key.
+func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	rec := family.Recovery()
+	if op.RetryCount >= rec.RetryBudget {
+		ev := operation.Event{Type: operation.EventRetryBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: retry budget of %d exhausted after %d attempts", s.cfg.Operator, rec.RetryBudget, op.Attempts)}
+		return s.decide(ctx, family, op, ev, res)
+	}
+	if left, bounded := remaining(ctx); bounded && left < s.cfg.Reserve {
+		// A claim without time to send would burn a retry for nothing.
+		return skip(res, "too little time left to dispatch a claimed retry"), nil
+	}
+	ev := operation.Event{Type: operation.EventRetryClaimed, At: now, Source: "reconciler",
+		LeaseUntil: now.Add(s.cfg.Executor.Lease()), Detail: retryGate(op, rec)}
+	claimed, err := s.cfg.Executor.Transition(ctx, family.Name(), op, ev, nil)
+	if err != nil {
+		if isStale(err) {
+			res.ClaimResult, res.To = ClaimLost, claimed.State
+			res = skip(res, "claim lost: another worker moved the operation first")
+			s.audit(ctx, op, claimed, res)
+			return res, nil
+		}
+		return res, fmt.Errorf("reconcile %s: claim: %w", op.Handle, err)
+	}
+	res.Event, res.ClaimResult, res.To = operation.EventRetryClaimed, ClaimWon, claimed.State
+	s.audit(ctx, op, claimed, res)
+
+	next, rep, err := s.cfg.Executor.Dispatch(ctx, family, claimed)
+	res.To = next.State
+	if len(next.Journal) > 0 && next.Version > claimed.Version {
+		res.Dispatch = next.Journal[len(next.Journal)-1].Type
+	}
+	if err != nil && !isStale(err) {
+		// The claim stands under its lease; the sweep expires it to UNKNOWN.
+		return res, fmt.Errorf("reconcile %s: record retried dispatch (%s): %w", op.Handle, rep.ErrorClass, err)
+	}
+	return res, nil
+}
+
+// retryGate states the retry decision's inputs (seed 001's retry_gate).
+// The re-send reuses the stored request and handle, so digest and key are
+// the same by construction; the evidence is the event that proved absence.
+func retryGate(op operation.Operation, rec tools.Recovery) string {
+	freshAt, evidence := "none", "none"
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.To == operation.StateRetryable {
+			freshAt, evidence = ev.At.UTC().Format(time.RFC3339Nano), string(ev.Type)
+			break
+		}
+	}
+	return fmt.Sprintf("retry_gate: prior_state=%s same_request_digest=true same_idempotency_key=true "+
+		"provider_supports_idempotency=%t reconciliation_fresh_at=%s evidence=%s retry_budget_remaining=%d decision=allow_single_retry",
+		op.Outcome, rec.IdempotentCreate, freshAt, evidence, rec.RetryBudget-op.RetryCount-1)
+}
+
+// decide records one reconciler transition. A stale write means another
+// worker decided first: reported as skipped, not as an error.
+func (s *Service) decide(ctx context.Context, family tools.WriteTool, op operation.Operation, ev operation.Event, res Result) (Result, error) {
+	next, err := s.cfg.Executor.Transition(ctx, family.Name(), op, ev, nil)
+	if err != nil {
+		if isStale(err) {
+			res.To = next.State
+			res = skip(res, "another worker moved the operation first")
+			s.audit(ctx, op, next, res)
+			return res, nil
+		}
+		return res, fmt.Errorf("reconcile %s: %s: %w", op.Handle, ev.Type, err)
+	}
+	res.Event, res.To = ev.Type, next.State
+	s.audit(ctx, op, next, res)
+	return res, nil
+}
+
+// audit writes one KindReconcile record per decision.
+func (s *Service) audit(ctx context.Context, before, after operation.Operation, res Result) {
+	if s.cfg.Auditor == nil {
+		return
+	}
+	s.cfg.Auditor.Record(ctx, obs.AuditRecord{
+		Kind:             obs.KindReconcile,
+		OperationHash:    obs.HashID(before.Key.ClientID+"|"+before.Key.Tool, before.Key.OperationID),
+		BusinessKey:      before.BusinessKey,
+		Tool:             before.Key.Tool,
+		ClientPrincipal:  before.Key.ClientID,
+		EndUserPrincipal: before.EndUserID,
+		PolicyDecision:   obs.PolicyNotApplicable,
+		ArgumentDigest:   before.RequestDigest,
+		Status:           string(after.State),
+		Outcome:          string(after.Outcome),
+		FromState:        string(res.From),
+		ToState:          string(after.State),
+		Event:            string(res.Event),
+		ProbeCount:       after.ProbeCount,
+		ClaimResult:      res.ClaimResult,
+	})
+}
+
+func isStale(err error) bool {
+	var stale *store.StaleError
+	return errors.As(err, &stale)
+}
+
+// remaining is the time left before ctx's deadline; bounded is false
+// without one.
+func remaining(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(d), true
+}
+
+// errorDetail keeps provider bodies out of the journal: class, status, code.
+func errorDetail(err error) string {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		d := "class " + string(pe.Class)
+		if pe.StatusCode != 0 {
+			d += fmt.Sprintf(" http %d", pe.StatusCode)
+		}
+		if pe.Code != "" {
+			d += " " + pe.Code
+		}
+		return d
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "deadline exceeded"
+	}
+	return "unclassified error"
+}
+
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ": " + b
+}

@@ -1,0 +1,89 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// Why a Sweep stopped.
+const (
+	StoppedDrained  = "drained"            // nothing more is due
+	StoppedMax      = "max_per_invocation" // MaxPerInvocation examined
+	StoppedDeadline = "deadline_reserve"   // less than Reserve left
+)
+
+// SweepReport summarises one Sweep.
+type SweepReport struct {
+	Examined    int // operations reconciled (whatever the decision)
+	Transitions int // reconciler transitions written (claims included)
+	ClaimsWon   int
+	ClaimsLost  int
+	ItemsRead   int // items the engine read from the due index
+	Errors      int // operations whose reconciliation failed (retried next sweep)
+	Stopped     string
+}
+
+// Sweep pages through the due index (never a table scan) and reconciles
+// each due operation, within MaxPerInvocation and ctx's remaining time
+// minus Reserve. A failure on one operation is counted and logged; the
+// next sweep sees it again. Only a failing index query is returned as an
+// error.
+func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
+	var rep SweepReport
+	now := s.cfg.Executor.Now()
+	cursor := ""
+	for {
+		if stop := s.stopReason(ctx, rep.Examined); stop != "" {
+			rep.Stopped = stop
+			return rep, nil
+		}
+		limit := min(s.cfg.BatchLimit, s.cfg.MaxPerInvocation-rep.Examined)
+		page, err := s.st.Due(ctx, now, limit, cursor)
+		if err != nil {
+			return rep, fmt.Errorf("sweep: %w", err)
+		}
+		rep.ItemsRead += page.ItemsRead
+		for _, op := range page.Operations {
+			if stop := s.stopReason(ctx, rep.Examined); stop != "" {
+				rep.Stopped = stop
+				return rep, nil
+			}
+			rep.Examined++
+			res, err := s.Reconcile(ctx, op)
+			if err != nil {
+				rep.Errors++
+				s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "reconcile failed",
+					slog.String("handle", op.Handle), slog.String("error", err.Error()))
+			}
+			rep.add(res)
+		}
+		if page.Cursor == "" {
+			rep.Stopped = StoppedDrained
+			return rep, nil
+		}
+		cursor = page.Cursor
+	}
+}
+
+func (s *Service) stopReason(ctx context.Context, examined int) string {
+	if examined >= s.cfg.MaxPerInvocation {
+		return StoppedMax
+	}
+	if left, bounded := remaining(ctx); bounded && left < s.cfg.Reserve {
+		return StoppedDeadline
+	}
+	return ""
+}
+
+func (r *SweepReport) add(res Result) {
+	switch res.ClaimResult {
+	case ClaimWon:
+		r.ClaimsWon++
+	case ClaimLost:
+		r.ClaimsLost++
+	}
+	if res.Event != "" {
+		r.Transitions++
+	}
+}

@@ -1,0 +1,105 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// writeSettled writes n settled operation items straight into the table
+// with BatchWriteItem: no index attributes (as the store leaves a settled
+// operation) and no transactions, which the engine would pay for by
+// copying the table.
+func (f fixture) writeSettled(t *testing.T, n int) {
+	t.Helper()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	for start := 0; start < n; start += 25 {
+		var reqs []types.WriteRequest
+		for i := start; i < min(start+25, n); i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": s(fmt.Sprintf("op#settled-%06d", i)), "kind": s("operation"), "state": s("SUCCEEDED"),
+				"outcome": s("committed_and_verified"), "version": &types.AttributeValueMemberN{Value: "3"},
+			}}})
+		}
+		out, err := f.db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{f.table: reqs},
+		})
+		require.NoError(t, err)
+		require.Empty(t, out.UnprocessedItems)
+	}
+}
+
+func TestSweepOverThousandsOfSettledReadsOnlyTheDue(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	ctx := context.Background()
+
+	// Inserts first: they are transactions, cheap while the table is small.
+	var due []operation.Operation
+	for i := range 5 {
+		due = append(due, f.toUnknown(t, f.storedOp(t, fmt.Sprintf("op-due-%04d", i), orderID(10+i), time.Minute)))
+	}
+	for i := range 2 {
+		f.storedOp(t, fmt.Sprintf("op-leased-%04d", i), orderID(20+i), time.Hour) // PENDING, lease holds
+	}
+	f.writeSettled(t, 2000)
+
+	f.clock.Advance(riskreviewSettle + time.Second)
+	rep, err := svc.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, rep.Examined)
+	assert.Equal(t, 5, rep.ItemsRead, "only due items are read, never the settled ones")
+	assert.Equal(t, 5, rep.Transitions)
+	assert.Equal(t, 0, rep.Errors)
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+	for _, op := range due {
+		got := f.get(t, op.Handle)
+		assert.Equal(t, operation.StateRetryable, got.State, "never sent, so the authoritative lookup proves absence")
+	}
+	assert.Equal(t, 5, f.sim.Stats().LookupCalls)
+	assert.Equal(t, 0, f.sim.Stats().CreateCalls, "a sweep probes; only a due RETRYABLE is claimed and sent")
+}
+
+func TestSweepStopsAtMaxPerInvocationAndPages(t *testing.T) {
+	f := newFixture(t)
+	svc, err := reconcile.New(reconcile.Config{
+		Executor: f.exec, Families: map[string]tools.WriteTool{f.family.Name(): f.family},
+		BatchLimit: 2, MaxPerInvocation: 3, Jitter: identity,
+	})
+	require.NoError(t, err)
+	for i := range 4 {
+		f.toUnknown(t, f.storedOp(t, fmt.Sprintf("op-page-%04d", i), orderID(30+i), time.Minute))
+	}
+	f.clock.Advance(time.Minute)
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Examined)
+	assert.Equal(t, reconcile.StoppedMax, rep.Stopped)
+
+	rep, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Examined, "the rest on the next invocation")
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+}
+
+func TestSweepStopsWhenLessThanTheReserveRemains(t *testing.T) {
+	f := newFixture(t)
+	f.toUnknown(t, f.storedOp(t, "op-reserve-0001", orderID(40), time.Minute))
+	f.clock.Advance(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // < default 2s reserve
+	defer cancel()
+	rep, err := f.service(t).Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, rep.Examined)
+	assert.Equal(t, reconcile.StoppedDeadline, rep.Stopped)
+}

@@ -1,0 +1,124 @@
+// Package packet builds the operation review packet (seed 001's
+// external_write_review plus its timeline): what get_operation returns for
+// any write tool's operation. It reads an operation; it never changes one.
+package packet
+
+import (
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// Names of the tools that act on any family's operation. They live here so
+// packet and the families agree on them without importing each other.
+const (
+	ToolGetOperation     = "get_operation"
+	ToolResolveOperation = "resolve_operation"
+)
+
+// Packet is the review packet. Field names follow seed 001.
+type Packet struct {
+	// OperationID is the caller's own key for the operation.
+	OperationID string `json:"operation_id"`
+	// Handle is the opaque public handle (ticket_handle, review_id); it is
+	// what an operator uses, since operation_ids are scoped per client.
+	Handle string `json:"handle"`
+	Tool   string `json:"tool"`
+	State  string `json:"state"`
+	// Outcome is the seed's outcome vocabulary (committed_and_verified,
+	// dispatch_acknowledged_response_missing, ...).
+	Outcome        string `json:"outcome"`
+	Attempts       int    `json:"attempts"`
+	ClientTimeouts int    `json:"client_timeouts"`
+	// ResourceID and EffectReceipt are null until there is evidence.
+	ResourceID         *string `json:"resource_id"`
+	DuplicateResources int     `json:"duplicate_resources"`
+	EffectReceipt      *string `json:"effect_receipt"`
+	// DependentActionsBlockedWhileUnknown is the seed's attestation that
+	// dependent actions (approve_rollout, reporting done) could not run
+	// while the outcome was unproven. It holds by construction: every
+	// dependent action refuses an operation that is not SUCCEEDED
+	// (operation.Blocked), so it is always true; a packet for a settled
+	// operation still says so, as in the seed.
+	DependentActionsBlockedWhileUnknown bool `json:"dependent_actions_blocked_while_unknown"`
+	// DependentActionsBlocked is the present tense: true while the
+	// operation is not SUCCEEDED (operation.Blocked).
+	DependentActionsBlocked bool              `json:"dependent_actions_blocked"`
+	RequestDigest           string            `json:"request_digest"`
+	Target                  map[string]string `json:"target"`
+	// RetryAllowed is always false: a caller never re-sends a write whose
+	// operation exists. Only the reconciler retries, after proof of absence
+	// and with the same request key.
+	RetryAllowed bool             `json:"retry_allowed"`
+	NextAction   tools.NextAction `json:"next_action"`
+	// Escalation is why an operator is needed; null otherwise.
+	Escalation *string         `json:"escalation"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	Timeline   []TimelineEntry `json:"timeline"`
+}
+
+// Build makes the review packet of op.
+func Build(op operation.Operation) Packet {
+	p := Packet{
+		OperationID:                         op.Key.OperationID,
+		Handle:                              op.Handle,
+		Tool:                                op.Key.Tool,
+		State:                               string(op.State),
+		Outcome:                             string(op.Outcome),
+		Attempts:                            op.Attempts,
+		ClientTimeouts:                      op.ClientTimeouts,
+		ResourceID:                          optional(op.ResourceID),
+		DuplicateResources:                  op.DuplicateResources,
+		EffectReceipt:                       optional(op.Receipt),
+		DependentActionsBlockedWhileUnknown: true,
+		DependentActionsBlocked:             op.Blocked(),
+		RequestDigest:                       op.RequestDigest,
+		Target:                              map[string]string{},
+		RetryAllowed:                        false,
+		NextAction:                          NextAction(op),
+		Escalation:                          optional(op.Escalation),
+		CreatedAt:                           op.CreatedAt,
+		UpdatedAt:                           op.UpdatedAt,
+		Timeline:                            Timeline(op.Journal),
+	}
+	for k, v := range op.Target {
+		p.Target[k] = v
+	}
+	return p
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// NextAction is what a caller holding op should do next. It never tells a
+// caller to send the write again: a new intent needs a new operation_id,
+// and only the reconciler re-sends an existing one.
+func NextAction(op operation.Operation) tools.NextAction {
+	byID := map[string]string{"operation_id": op.Key.OperationID}
+	switch op.State {
+	case operation.StatePending:
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+			Hint: "the write is in flight; read the operation again shortly; do not send it again and do not start dependent actions"}
+	case operation.StateUnknown:
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+			Hint: "the outcome is unknown; the reconciler is looking for the effect; do not send the write again, do not start dependent actions, do not report it done"}
+	case operation.StateRetryable:
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+			Hint: "the effect was proven absent; the reconciler will re-send it with the same request key; do not send it yourself"}
+	case operation.StateEscalated:
+		return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
+			Hint: "an operator must resolve this operation with evidence; stop: do not retry, do not start dependent actions"}
+	case operation.StateFailed:
+		return tools.NextAction{
+			Hint: "the write failed without effect; if the action is still wanted it is a new intent: call the tool again with a NEW operation_id"}
+	case operation.StateSucceeded:
+		return tools.NextAction{Hint: "the effect is verified and has a receipt; dependent actions may proceed"}
+	}
+	return tools.NextAction{Tool: ToolGetOperation, Arguments: byID, Hint: "read the operation again"}
+}

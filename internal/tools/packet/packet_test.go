@@ -1,0 +1,170 @@
+package packet_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools/packet"
+)
+
+// Seed 001's timeline instants.
+var (
+	intentAt   = time.Date(2026, 8, 13, 10, 51, 4, 120_000_000, time.UTC)
+	dispatchAt = time.Date(2026, 8, 13, 10, 51, 4, 203_000_000, time.UTC)
+	timeoutAt  = time.Date(2026, 8, 13, 10, 51, 19, 219_000_000, time.UTC)
+	probeAt    = time.Date(2026, 8, 13, 10, 52, 11, 0, time.UTC)
+)
+
+// seedOp is seed 001's operation after the client timeout.
+func seedOp(t *testing.T) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey("claude-code", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
+	require.NoError(t, err)
+	target := map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}
+	digest, err := operation.RequestDigest(key.Tool, "dev-alice", target)
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "deployment_ticket|payments-api|8bc911d|production-eu",
+		RequestDigest: digest, EndUserID: "dev-alice", TenantID: "team-payments", Target: target, Payload: target}, intentAt, 15*time.Second)
+	require.NoError(t, err)
+	op.Journal[1].At = dispatchAt // the seed records the dispatch 83ms after the intent
+	op, err = op.Apply(operation.Event{Type: operation.EventClientTimeout, At: timeoutAt, Detail: "deadline exceeded"})
+	require.NoError(t, err)
+	return op
+}
+
+func found(t *testing.T, op operation.Operation) operation.Operation {
+	t.Helper()
+	op, err := op.Apply(operation.Event{Type: operation.EventProbeFoundOne, At: probeAt, Source: "release_provider",
+		Result: "one_exact_match", ResourceID: "ticket-9472", Receipt: "receipt-61b8",
+		Detail: "search service=payments-api commit=8bc911d environment=production-eu: one_exact_match"})
+	require.NoError(t, err)
+	return op
+}
+
+func outputSchema(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
+	var s jsonschema.Schema
+	require.NoError(t, json.Unmarshal([]byte(packet.OutputSchema), &s))
+	require.Equal(t, "object", s.Type)
+	r, err := s.Resolve(nil)
+	require.NoError(t, err)
+	return r
+}
+
+// marshal returns the packet as the caller sees it: generic JSON.
+func marshal(t *testing.T, p packet.Packet) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.NoError(t, outputSchema(t).Validate(m), "the packet must satisfy get_operation's outputSchema")
+	return m
+}
+
+func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
+	op := found(t, seedOp(t))
+	m := marshal(t, packet.Build(op))
+
+	// external_write_review, field for field as in seed 001.
+	for field, want := range map[string]any{
+		"operation_id":        "deploy-ticket-payments-8bc911d",
+		"tool":                "create_deployment_ticket",
+		"outcome":             "committed_and_verified",
+		"attempts":            float64(1),
+		"client_timeouts":     float64(1),
+		"resource_id":         "ticket-9472",
+		"duplicate_resources": float64(0),
+		"effect_receipt":      "receipt-61b8",
+		"dependent_actions_blocked_while_unknown": true,
+	} {
+		assert.Equal(t, want, m[field], field)
+	}
+	assert.Equal(t, "SUCCEEDED", m["state"])
+	assert.Equal(t, false, m["dependent_actions_blocked"])
+	assert.Equal(t, false, m["retry_allowed"])
+	assert.Equal(t, op.RequestDigest, m["request_digest"])
+	assert.Equal(t, map[string]any{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}, m["target"])
+	assert.Nil(t, m["escalation"])
+
+	timeline, ok := m["timeline"].([]any)
+	require.True(t, ok)
+	require.Len(t, timeline, 4)
+	entry := func(i int) map[string]any { return timeline[i].(map[string]any) }
+	assert.Equal(t, map[string]any{"at": "2026-08-13T10:51:04.12Z", "event": "intent_recorded", "journal_event": "intent_recorded",
+		"to": "PENDING", "source": "gateway_journal"}, entry(0))
+	assert.Equal(t, "provider_dispatch_started", entry(1)["event"])
+	assert.Equal(t, "2026-08-13T10:51:04.203Z", entry(1)["at"])
+	assert.Equal(t, map[string]any{"at": "2026-08-13T10:51:19.219Z", "event": "client_timeout", "journal_event": "client_timeout",
+		"from": "PENDING", "to": "UNKNOWN", "detail": "deadline exceeded"}, entry(2),
+		"a client timeout is a timeline entry, not the operation's final state")
+	check := entry(3)
+	assert.Equal(t, "reconciliation_check", check["event"])
+	assert.Equal(t, "probe_found_one", check["journal_event"])
+	assert.Equal(t, "release_provider", check["source"])
+	assert.Equal(t, "one_exact_match", check["result"])
+	assert.Equal(t, "ticket-9472", check["resource_id"])
+	assert.Equal(t, "committed_and_verified", check["decision"])
+	assert.Equal(t, "UNKNOWN", check["from"])
+	assert.Equal(t, "SUCCEEDED", check["to"])
+}
+
+func TestUnknownPacketSaysSoAndBlocksDependents(t *testing.T) {
+	op := seedOp(t)
+	p := packet.Build(op)
+	m := marshal(t, p)
+	assert.Equal(t, "UNKNOWN", m["state"])
+	assert.Equal(t, "dispatch_acknowledged_response_missing", m["outcome"])
+	assert.Nil(t, m["resource_id"])
+	assert.Nil(t, m["effect_receipt"])
+	assert.Equal(t, true, m["dependent_actions_blocked"])
+	assert.Equal(t, false, m["retry_allowed"])
+	assert.Equal(t, packet.ToolGetOperation, p.NextAction.Tool)
+	assert.Equal(t, map[string]string{"operation_id": "deploy-ticket-payments-8bc911d"}, p.NextAction.Arguments)
+	assert.Contains(t, p.NextAction.Hint, "do not send the write again")
+}
+
+func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
+	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Source: "release_provider",
+		Duplicates: 2, Detail: "search ...: multiple_exact_matches(2)"})
+	require.NoError(t, err)
+	p := packet.Build(op)
+	m := marshal(t, p)
+	assert.Equal(t, "ESCALATED", m["state"])
+	assert.Equal(t, "incident_multiple_effects", m["outcome"])
+	assert.Equal(t, float64(2), m["duplicate_resources"])
+	assert.Equal(t, "search ...: multiple_exact_matches(2)", m["escalation"])
+	assert.Equal(t, true, m["dependent_actions_blocked"])
+	assert.Equal(t, packet.ToolResolveOperation, p.NextAction.Tool)
+	assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments)
+	last := p.Timeline[len(p.Timeline)-1]
+	assert.Equal(t, packet.EventReconciliationCheck, last.Event)
+	assert.Equal(t, "multiple_matches", last.Result, "a probe without a recorded result gets the seed's word for it")
+	assert.Equal(t, "incident_multiple_effects", last.Decision)
+
+	resolved, err := op.Apply(operation.Event{Type: operation.EventOperatorSucceeded, At: probeAt.Add(time.Hour), Actor: "op-olga",
+		Source: "operator", Result: "resolved_succeeded", ResourceID: "ticket-9472", Receipt: "receipt-1", Detail: "kept ticket-9472"})
+	require.NoError(t, err)
+	rp := packet.Build(resolved)
+	marshal(t, rp)
+	assert.False(t, rp.DependentActionsBlocked)
+	assert.Equal(t, "kept ticket-9472", rp.Timeline[len(rp.Timeline)-1].Detail)
+	assert.Equal(t, "operator", rp.Timeline[len(rp.Timeline)-1].Source)
+}
+
+func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
+	op := seedOp(t)
+	for _, s := range operation.AllStates() {
+		op.State = s
+		next := packet.NextAction(op)
+		assert.NotEmpty(t, next.Hint, s)
+		assert.NotEqual(t, op.Key.Tool, next.Tool, "%s: the next action is never the write itself", s)
+		assert.False(t, packet.Build(op).RetryAllowed)
+	}
+}

@@ -1,0 +1,111 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// CommitAllowance is added to the end of the dispatch wait before a search
+// watermark may prove absence. It covers clock skew between this server and
+// the provider and a create the provider commits just after our client gave
+// up waiting.
+const CommitAllowance = time.Second
+
+// Probe reconciles by intended effect (the provider has no key lookup):
+// search for tickets with exactly this target and confirm every hit with
+// the authoritative read.
+//
+// The answer is authoritative only when the search is complete and its
+// watermark covers the whole dispatch: not just the moment it started (a
+// slow provider can commit later than that) but the moment our wait ended,
+// plus CommitAllowance. A hit the authoritative read denies is dropped and
+// makes the answer non-authoritative. A hit that could not be read makes
+// the whole probe fail: dropping it could hide a second ticket.
+func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.ProbeResult, error) {
+	target := targetOf(op)
+	query := fmt.Sprintf("search service=%s commit=%s environment=%s", target.Service, target.Commit, target.Environment)
+	found, err := f.api.SearchTickets(ctx, target)
+	if err != nil {
+		return tools.ProbeResult{}, fmt.Errorf("%s: %w", query, err)
+	}
+	res := tools.ProbeResult{Source: ProbeSource, Matches: []string{}}
+	dropped := 0
+	for _, t := range found.Tickets {
+		if _, err := f.confirm(ctx, op, t.TicketID); err != nil {
+			if errors.Is(err, ErrNotConfirmed) {
+				dropped++
+				continue
+			}
+			return tools.ProbeResult{}, fmt.Errorf("%s: confirm %s: %w", query, t.TicketID, err)
+		}
+		res.Matches = append(res.Matches, t.TicketID)
+	}
+	coverBy := CoverThrough(op)
+	covered := found.Covers(coverBy)
+	res.Authoritative = covered && dropped == 0
+
+	var parts []string
+	switch len(res.Matches) {
+	case 0:
+		parts = append(parts, "no_match")
+	case 1:
+		parts = append(parts, "one_exact_match")
+	default:
+		parts = append(parts, fmt.Sprintf("multiple_exact_matches(%d)", len(res.Matches)))
+	}
+	switch {
+	case !found.Complete:
+		parts = append(parts, "inconclusive: results hidden")
+	case !covered:
+		parts = append(parts, "inconclusive: index lags dispatch (needs "+coverBy.UTC().Format(time.RFC3339Nano)+")")
+	}
+	if dropped > 0 {
+		parts = append(parts, fmt.Sprintf("inconclusive: %d hit(s) denied by the authoritative read", dropped))
+	}
+	res.Detail = fmt.Sprintf("%s: %s (indexed_through=%s)", query, strings.Join(parts, "; "),
+		found.IndexedThrough.UTC().Format(time.RFC3339Nano))
+	return res, nil
+}
+
+// CoverThrough is the instant a search watermark must reach before a
+// zero-match answer proves that op's latest dispatch created nothing: the
+// end of the wait for that dispatch (the event that took the operation out
+// of PENDING), or the lease end while it is still PENDING, plus
+// CommitAllowance. Never earlier than the dispatch itself.
+func CoverThrough(op operation.Operation) time.Time {
+	end := op.LastDispatchAt
+	if op.State == operation.StatePending {
+		end = later(end, op.DueAt)
+		return end.Add(CommitAllowance)
+	}
+	settled := false
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		ev := op.Journal[i]
+		if ev.At.Before(op.LastDispatchAt) {
+			break
+		}
+		if ev.From == operation.StatePending && ev.To != operation.StatePending {
+			end, settled = later(end, ev.At), true
+			break
+		}
+	}
+	if !settled {
+		// No record of how the dispatch ended: the last update is a bound
+		// no commit of that dispatch can be later than.
+		end = later(end, op.UpdatedAt)
+	}
+	return end.Add(CommitAllowance)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,62 @@
+package release
+
+import (
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/packet"
+)
+
+// Result is create_deployment_ticket's structuredContent (OutputSchema).
+type Result struct {
+	TicketHandle string `json:"ticket_handle"`
+	// OperationID is the key to read the operation with. Null when the
+	// call was deduplicated onto another client's operation: that client's
+	// key is never revealed (use ticket_handle instead).
+	OperationID   *string          `json:"operation_id"`
+	Status        string           `json:"status"`
+	Outcome       string           `json:"outcome"`
+	ResourceID    *string          `json:"resource_id"`
+	EffectReceipt *string          `json:"effect_receipt"`
+	Deduplicated  bool             `json:"deduplicated"`
+	RetryAllowed  bool             `json:"retry_allowed"`
+	NextAction    tools.NextAction `json:"next_action"`
+}
+
+// NewResult describes a submission to its caller. retry_allowed is always
+// false: the operation exists, so the caller never sends it again (only the
+// reconciler re-sends, after proving absence).
+func NewResult(caller tools.Caller, sub tools.Submission) Result {
+	op := sub.Operation
+	r := Result{
+		TicketHandle:  op.Handle,
+		Status:        string(op.State),
+		Outcome:       string(op.Outcome),
+		ResourceID:    optional(op.ResourceID),
+		EffectReceipt: optional(op.Receipt),
+		Deduplicated:  sub.Deduplicated,
+		NextAction:    packet.NextAction(op),
+	}
+	switch {
+	case !sub.Deduplicated:
+		r.OperationID = optional(op.Key.OperationID)
+	case op.Key.ClientID == caller.ClientID:
+		r.OperationID = optional(op.Key.OperationID)
+		r.NextAction = dedupNext(op, map[string]string{"operation_id": op.Key.OperationID})
+	default:
+		r.NextAction = dedupNext(op, map[string]string{"handle": op.Handle})
+	}
+	return r
+}
+
+func dedupNext(op operation.Operation, args map[string]string) tools.NextAction {
+	return tools.NextAction{Tool: packet.ToolGetOperation, Arguments: args,
+		Hint: "a ticket operation for this service, commit and environment already exists (state " + string(op.State) +
+			"); nothing was sent. Follow that operation; do not create another ticket"}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
