@@ -37,7 +37,7 @@ func run() error {
 		return err
 	}
 	defer func() { _ = a.Close(context.WithoutCancel(ctx)) }()
-	h, err := a.Handler()
+	h, err := a.Handler(ctx)
 	if err != nil {
 		return err
 	}

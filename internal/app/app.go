@@ -18,6 +18,7 @@ import (
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
@@ -53,8 +54,7 @@ type App struct {
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
-// devstack. It makes no network call except fetching the JWKS (so a wrong
-// issuer URL fails at start, not on the first caller).
+// devstack. It makes no network call.
 func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
@@ -81,21 +81,12 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	if a.Executor, err = tools.NewExecutor(tools.ExecutorConfig{
 		Store: a.Store, Budget: cfg.Budget, Clock: opts.Clock,
-		Observe: gateway.Observe(a.Auditor, a.Metrics),
+		Observe: observe(a.Auditor, a.Metrics),
 	}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.Families, err = a.families(); err != nil {
 		return nil, err
-	}
-	if !cfg.TrustGatewayAuthorizer || cfg.JWKSURL != "" {
-		a.verifier, err = auth.NewVerifier(ctx, auth.VerifierConfig{
-			JWKSURL: cfg.JWKSURL, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
-			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("app: %w", err)
-		}
 	}
 	return a, nil
 }
@@ -146,8 +137,22 @@ func (a *App) Close(ctx context.Context) error {
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
-// endpoint behind bearer authentication.
-func (a *App) Handler() (http.Handler, error) {
+// endpoint behind bearer authentication. It fetches the JWKS once, so a
+// wrong issuer URL fails at start, not on the first caller.
+func (a *App) Handler(ctx context.Context) (http.Handler, error) {
+	if err := a.Config.ValidateAuth(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.Config.JWKSURL != "" && a.verifier == nil {
+		v, err := auth.NewVerifier(ctx, auth.VerifierConfig{
+			JWKSURL: a.Config.JWKSURL, Issuer: a.Config.JWTIssuer, Audience: a.Config.JWTAudience,
+			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("app: %w", err)
+		}
+		a.verifier = v
+	}
 	gw, err := gateway.New(gateway.Config{
 		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.Families[release.ToolCreate],
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics,
@@ -225,4 +230,15 @@ func (a *App) Family(tool string) (tools.WriteTool, error) {
 		return nil, fmt.Errorf("%w: %s", errNoFamily, tool)
 	}
 	return f, nil
+}
+
+// Reconciler builds the reconciler over the same executor and families.
+func (a *App) Reconciler() (*reconcile.Service, error) {
+	svc, err := reconcile.New(reconcile.Config{
+		Executor: a.Executor, Families: a.Families, Operator: a.Config.Operator, Auditor: a.Auditor,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	return svc, nil
 }

@@ -114,11 +114,6 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("INTENTGATE_RELEASE_API_URL: %w", err))
 		}
 	}
-	if !c.TrustGatewayAuthorizer || c.JWKSURL != "" {
-		if c.JWTIssuer == "" || c.JWKSURL == "" {
-			errs = append(errs, errors.New("INTENTGATE_JWT_ISSUER and INTENTGATE_JWKS_URL are required unless INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true"))
-		}
-	}
 	if c.MaxInFlight < 1 || c.MaxQueue < 0 || c.MaxQueueWait <= 0 || c.DownstreamMaxConns < 1 {
 		errs = append(errs, errors.New("INTENTGATE_MAX_IN_FLIGHT and INTENTGATE_DOWNSTREAM_MAX_CONNS must be >= 1, INTENTGATE_MAX_QUEUE >= 0, INTENTGATE_MAX_QUEUE_WAIT > 0"))
 	}
@@ -129,6 +124,21 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("settle windows must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// ValidateAuth checks what only the MCP endpoint needs: how callers are
+// authenticated. The reconciler has no callers and skips it.
+func (c Config) ValidateAuth() error {
+	if c.TrustGatewayAuthorizer && c.JWKSURL == "" {
+		return nil
+	}
+	if c.JWTIssuer == "" || c.JWKSURL == "" {
+		return errors.New("INTENTGATE_JWT_ISSUER and INTENTGATE_JWKS_URL are required unless INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true")
+	}
+	if err := absoluteURL(c.JWKSURL); err != nil {
+		return fmt.Errorf("INTENTGATE_JWKS_URL: %w", err)
+	}
+	return nil
 }
 
 func absoluteURL(s string) error {

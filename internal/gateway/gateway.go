@@ -142,30 +142,3 @@ func (g *Gateway) admit(ctx context.Context, rec *callRecord) (func(), *mcp.Call
 		fmt.Sprintf("server at capacity (%s); nothing was recorded or sent; retry the same call after %ds", reason, secs),
 		true, &mcpserver.NextAction{Hint: fmt.Sprintf("retry after %ds with the same operation_id", secs)})
 }
-
-// Observe is the executor's transition hook: one audit record and the
-// metrics alarms watch, per transition.
-func Observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, tools.TransitionReport) {
-	return func(ctx context.Context, t tools.TransitionReport) {
-		auditor.Record(ctx, obs.AuditRecord{
-			Kind: obs.KindTransition, RequestID: mcpserver.RequestIDFrom(ctx), Tool: t.Tool,
-			OperationHash: obs.HashID(t.To.Key.ClientID+"|"+t.To.Key.Tool, t.To.Key.OperationID),
-			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
-			FromState: string(t.From.State), ToState: string(t.To.State), Event: string(t.Event.Type),
-			Status: string(t.To.State), Outcome: string(t.To.Outcome), DownstreamLatency: t.DownstreamLatency,
-			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,
-			EndUserPrincipal: t.To.EndUserID, ClientPrincipal: t.To.Key.ClientID,
-		})
-		if t.DownstreamLatency > 0 {
-			_ = metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
-		}
-		switch t.To.State {
-		case operation.StateUnknown:
-			if t.From.State != operation.StateUnknown {
-				_ = metrics.UnknownOperation(ctx, t.Tool)
-			}
-		case operation.StateEscalated:
-			_ = metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
-		}
-	}
-}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
-	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -122,16 +121,12 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	settled := op.LastDispatchAt.Add(rec.SettleWindow)
 	var ev operation.Event
 	switch {
-	case err != nil && errors.Is(err, provider.ErrMultipleMatches):
-		// The lookup itself refused to pick one: the uniqueness control
-		// failed downstream. Same incident as two matches.
-		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches, Duplicates: 2,
-			Detail: fmt.Sprintf("incident: the lookup reported at least 2 matching effects (%s); escalated to %s; nothing deleted or chosen", errorDetail(err), s.cfg.Operator)}
 	case err != nil:
 		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultLookupFailed,
 			Outcome: operation.OutcomeProviderStatusUnavailable, NextAt: now.Add(s.wait(op.ProbeCount)),
-			Detail: "lookup failed: " + errorDetail(err)}
-	case len(found.Matches) == 1:
+			Detail: "lookup failed: " + tools.ErrorDetail(err)}
+	case len(found.Matches) == 1 && found.Authoritative:
+		// One match from a lookup that may hide others is not "exactly one".
 		id := found.Matches[0]
 		ev = operation.Event{Type: operation.EventProbeFoundOne, Source: source, Result: ResultOneExactMatch,
 			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail}
@@ -146,7 +141,10 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 			Detail: joinDetail(found.Detail, "authoritative absence after the settle window")}
 	default:
 		why := "zero matches from a non-authoritative lookup"
-		if found.Authoritative {
+		switch {
+		case len(found.Matches) == 1:
+			why = "one match from a lookup that may hide others"
+		case found.Authoritative:
 			why = "zero matches inside the settle window (until " + settled.UTC().Format(time.RFC3339Nano) + ")"
 		}
 		next := now.Add(s.wait(op.ProbeCount))
@@ -271,25 +269,6 @@ func remaining(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Until(d), true
-}
-
-// errorDetail keeps provider bodies out of the journal: class, status, code.
-func errorDetail(err error) string {
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		d := "class " + string(pe.Class)
-		if pe.StatusCode != 0 {
-			d += fmt.Sprintf(" http %d", pe.StatusCode)
-		}
-		if pe.Code != "" {
-			d += " " + pe.Code
-		}
-		return d
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "deadline exceeded"
-	}
-	return "unclassified error"
 }
 
 func joinDetail(a, b string) string {

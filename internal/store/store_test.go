@@ -394,3 +394,20 @@ func TestGetUnknownHandleIsNotFound(t *testing.T) {
 	_, err = f.st.GetByKey(context.Background(), key)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+func TestClaimBeforeNextRetryAtIsRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000001", "bk|claim", "r")
+	_, err := f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	retryable, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventNotDispatched, At: t0.Add(time.Second), NextAt: t0.Add(time.Minute)})
+	require.NoError(t, err)
+
+	_, err = f.st.Transition(ctx, retryable, operation.Event{Type: operation.EventRetryClaimed, At: t0.Add(30 * time.Second), LeaseUntil: t0.Add(2 * time.Minute)})
+	require.ErrorIs(t, err, store.ErrStale, "next_retry_at has not passed")
+	claimed, err := f.st.Transition(ctx, retryable, operation.Event{Type: operation.EventRetryClaimed, At: t0.Add(time.Minute), LeaseUntil: t0.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StatePending, claimed.State)
+	assert.Equal(t, 1, claimed.RetryCount)
+}

@@ -181,6 +181,13 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 	} else {
 		drop(attrExpires)
 	}
+	condition := "#version = :v AND #state = :from"
+	if ev.Type == operation.EventRetryClaimed {
+		// The claim of DESIGN.md: only a due RETRYABLE may be claimed.
+		names["#claim_due"] = "due_at"
+		values[":claim_at"] = &types.AttributeValueMemberS{Value: formatTime(ev.At)}
+		condition += " AND #claim_due <= :claim_at"
+	}
 	expr := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
 		expr += " REMOVE " + strings.Join(remove, ", ")
@@ -189,7 +196,7 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		TableName:                 aws.String(s.cfg.Table),
 		Key:                       pkKey(opPK(current.Handle)),
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("#version = :v AND #state = :from"),
+		ConditionExpression:       aws.String(condition),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}, nil

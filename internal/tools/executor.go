@@ -193,7 +193,7 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			if verr := tool.Verify(dctx, op, effect); verr != nil {
 				err = verr
 				ev = operation.Event{Type: operation.EventVerifyFailed, Source: "effect_verifier", Result: "unconfirmed",
-					ResourceID: effect.ResourceID, Detail: classDetail(verr)}
+					ResourceID: effect.ResourceID, Detail: ErrorDetail(verr)}
 			} else {
 				ev = operation.Event{Type: operation.EventCreateSucceeded, Source: "effect_verifier", Result: "expected_effect_present",
 					ResourceID: effect.ResourceID, Receipt: Receipt(op.Handle, effect.ResourceID)}
@@ -207,11 +207,11 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			errClass = string(provider.ClassOf(err))
 			switch provider.ClassOf(err) {
 			case provider.ClassRejected:
-				ev = operation.Event{Type: operation.EventBusinessRejected, Source: tool.Name(), Detail: classDetail(err)}
+				ev = operation.Event{Type: operation.EventBusinessRejected, Source: tool.Name(), Detail: ErrorDetail(err)}
 			case provider.ClassNotDispatched:
-				ev = operation.Event{Type: operation.EventNotDispatched, Detail: classDetail(err), NextAt: now.Add(e.cfg.NotDispatchedDelay)}
+				ev = operation.Event{Type: operation.EventNotDispatched, Detail: ErrorDetail(err), NextAt: now.Add(e.cfg.NotDispatchedDelay)}
 			default:
-				ev = operation.Event{Type: operation.EventResponseMissing, Detail: classDetail(err)}
+				ev = operation.Event{Type: operation.EventResponseMissing, Detail: ErrorDetail(err)}
 				if timedOut || errors.Is(err, context.DeadlineExceeded) {
 					ev.Type, errClass = operation.EventClientTimeout, "timeout"
 				}
@@ -268,9 +268,9 @@ func Receipt(handle, resourceID string) string {
 	return "receipt-" + hex.EncodeToString(sum[:6])
 }
 
-// classDetail keeps the journal free of provider bodies: for provider
-// errors only class, status and code are kept.
-func classDetail(err error) string {
+// ErrorDetail is how an error is written into the journal: for provider
+// errors only class, status and code, never a provider's body.
+func ErrorDetail(err error) string {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
 		d := string(pe.Class)

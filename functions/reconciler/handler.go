@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ErrUnsupportedEvent: the payload is neither a DynamoDB stream batch nor
+// an EventBridge scheduled event.
+var ErrUnsupportedEvent = errors.New("unsupported event")
+
+// envelope is just enough of a payload to tell the two triggers apart.
+type envelope struct {
+	Records    []json.RawMessage `json:"Records"`
+	Source     string            `json:"source"`
+	DetailType string            `json:"detail-type"`
+}
+
+// handle is the Lambda handler. A stream batch returns an
+// events.DynamoDBEventResponse (ReportBatchItemFailures); a scheduled event
+// runs a sweep and returns its report.
+func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	var env envelope
+	if err := json.Unmarshal(payload, &env); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedEvent, err)
+	}
+	switch {
+	case env.Records != nil:
+		return r.handleStream(ctx, env.Records)
+	case env.Source == "aws.events" && env.DetailType == "Scheduled Event":
+		rep, err := r.svc.Sweep(ctx)
+		for range rep.ClaimsLost {
+			_ = r.metrics.ClaimConflict(ctx)
+		}
+		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
+			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
+			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),
+			slog.Int("items_read", rep.ItemsRead), slog.Int("errors", rep.Errors), slog.String("stopped", rep.Stopped))
+		if err != nil {
+			return nil, fmt.Errorf("sweep: %w", err)
+		}
+		return rep, nil
+	}
+	return nil, fmt.Errorf("%w: neither a DynamoDB stream batch nor a scheduled event", ErrUnsupportedEvent)
+}
+
+// handleStream decodes each record on its own, so one record the SDK
+// types cannot decode fails alone instead of the whole batch.
+func (r *reconciler) handleStream(ctx context.Context, raws []json.RawMessage) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	var batch events.DynamoDBEvent
+	for i, raw := range raws {
+		var head struct {
+			EventSource string `json:"eventSource"`
+			Change      struct {
+				SequenceNumber string `json:"SequenceNumber"`
+			} `json:"dynamodb"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.EventSource != "aws:dynamodb" {
+			return events.DynamoDBEventResponse{}, fmt.Errorf("%w: record %d is not a DynamoDB stream record", ErrUnsupportedEvent, i)
+		}
+		var rec events.DynamoDBEventRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			if head.Change.SequenceNumber == "" {
+				return events.DynamoDBEventResponse{}, fmt.Errorf("stream record %d: undecodable and without a sequence number: %w", i, err)
+			}
+			r.auditor.Logger().LogAttrs(ctx, slog.LevelError, "stream record undecodable",
+				slog.String("sequence_number", head.Change.SequenceNumber), slog.String("error", err.Error()))
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: head.Change.SequenceNumber})
+			continue
+		}
+		batch.Records = append(batch.Records, rec)
+	}
+	out, err := r.svc.HandleStream(ctx, batch)
+	if err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("stream: %w", err)
+	}
+	resp.BatchItemFailures = append(resp.BatchItemFailures, out.BatchItemFailures...)
+	for range resp.BatchItemFailures {
+		_ = r.metrics.StreamRecordFailure(ctx)
+	}
+	return resp, nil
+}

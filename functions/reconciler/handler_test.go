@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/app"
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
+)
+
+var engine *enginetest.Engine
+
+func TestMain(m *testing.M) {
+	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
+}
+
+// The sample events name operations of client support-assistant with
+// operation ids op-sample-0001..4 (their handles are derived from those).
+var sampleCaller = tools.Caller{ClientID: "support-assistant", UserID: "user-8c41e2", TenantID: "M1"}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+type harness struct {
+	r     *reconciler
+	sim   *riskapi.Server
+	clock *clock
+	st    *store.Store
+	out   *bytes.Buffer
+}
+
+// newHarness builds the function exactly as main does, from environment
+// values, against the test engine and a Risk API simulator on loopback;
+// only the clock and stdout are replaced.
+func newHarness(t *testing.T) harness {
+	t.Helper()
+	ctx := context.Background()
+	sim := riskapi.New(riskapi.Config{APIKey: "sim-key", HoldLimit: 5 * time.Second})
+	server := httptest.NewServer(sim)
+	t.Cleanup(server.Close)
+	table := enginetest.TableName(t)
+	env := map[string]string{
+		"INTENTGATE_TABLE": table, "INTENTGATE_DYNAMODB_ENDPOINT": engine.Endpoint(), "AWS_REGION": engine.Region(),
+		"INTENTGATE_RISK_API_URL": server.URL, "INTENTGATE_RISK_API_KEY": "sim-key",
+		"INTENTGATE_DOWNSTREAM_TIMEOUT": "500ms", "INTENTGATE_OPERATOR": "risk-oncall",
+	}
+	c := &clock{now: time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC)}
+	out := &bytes.Buffer{}
+	r, err := build(ctx, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, app.Options{Clock: c.Now, Out: out})
+	require.NoError(t, err)
+	st := r.app.Store
+	require.NoError(t, st.EnsureTable(ctx))
+	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
+	return harness{r: r, sim: sim, clock: c, st: st, out: out}
+}
+
+// submit makes a first attempt for a sample operation id through the same
+// executor the function uses.
+func (h harness) submit(t *testing.T, operationID, orderID string) operation.Operation {
+	t.Helper()
+	args, err := json.Marshal(riskreview.Args{OrderID: orderID, Reason: "chargeback pattern", OperationID: operationID})
+	require.NoError(t, err)
+	sub, err := h.r.app.Executor.Submit(context.Background(), h.r.app.Families[riskreview.ToolRequest], sampleCaller, args, "")
+	require.NoError(t, err)
+	return sub.Operation
+}
+
+// sample reads an event from /events (another helper owns them), falling
+// back to testdata/ when absent.
+func sample(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	for _, p := range []string{filepath.Join("..", "..", "events", name), filepath.Join("testdata", name)} {
+		if b, err := os.ReadFile(p); err == nil {
+			return b
+		}
+	}
+	t.Fatalf("sample event %s not found", name)
+	return nil
+}
+
+func invokeStream(t *testing.T, h harness, payload json.RawMessage) events.DynamoDBEventResponse {
+	t.Helper()
+	out, err := h.r.handle(context.Background(), payload)
+	require.NoError(t, err)
+	resp, ok := out.(events.DynamoDBEventResponse)
+	require.True(t, ok, "stream batches answer with a DynamoDBEventResponse, got %T", out)
+	return resp
+}
+
+func TestStreamUnknownSampleConvergesToSucceeded(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	op := h.submit(t, "op-sample-0001", "O20260728001")
+	require.Equal(t, operation.StateUnknown, op.State)
+	require.Equal(t, "op_7fgjusrq3vwpnnhehmy5e3gcwu", op.Handle, "the sample names this operation")
+
+	h.clock.Add(riskreview.DefaultRecovery().SettleWindow)
+	resp := invokeStream(t, h, sample(t, "stream-unknown.json"))
+	assert.Empty(t, resp.BatchItemFailures)
+
+	got, err := h.st.Get(context.Background(), op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateSucceeded, got.State)
+	assert.Equal(t, tools.Receipt(op.Handle, got.ResourceID), got.Receipt)
+	assert.Equal(t, 1, h.sim.Stats().CreateCalls)
+	assert.Equal(t, 1, h.sim.Stats().ReviewsCommitted)
+	assert.Contains(t, h.out.String(), `"kind":"reconcile"`)
+	assert.Contains(t, h.out.String(), `"kind":"transition"`)
+}
+
+func TestStreamIgnoredSampleTouchesNothing(t *testing.T) {
+	h := newHarness(t)
+	resp := invokeStream(t, h, sample(t, "stream-ignored.json"))
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Equal(t, 0, h.sim.Stats().LookupCalls)
+}
+
+func TestStreamPoisonedSampleReportsOnlyThePoisonedRecord(t *testing.T) {
+	h := newHarness(t)
+	resp := invokeStream(t, h, sample(t, "stream-poisoned.json"))
+	require.Len(t, resp.BatchItemFailures, 1)
+	assert.Equal(t, "4421584700000000017450443302", resp.BatchItemFailures[0].ItemIdentifier)
+	assert.Contains(t, h.out.String(), `"_aws"`, "a stream failure metric was emitted")
+}
+
+func TestStreamRecordTheSDKCannotDecodeFailsAlone(t *testing.T) {
+	h := newHarness(t)
+	payload := json.RawMessage(`{"Records":[
+	  {"eventSource":"aws:dynamodb","eventName":"MODIFY","dynamodb":{"SequenceNumber":"1","NewImage":{"state":{"S":"SUCCEEDED"}}}},
+	  {"eventSource":"aws:dynamodb","eventName":"MODIFY","dynamodb":{"SequenceNumber":"2","NewImage":{"state":{"Q":"??"}}}}
+	]}`)
+	resp := invokeStream(t, h, payload)
+	require.Len(t, resp.BatchItemFailures, 1)
+	assert.Equal(t, "2", resp.BatchItemFailures[0].ItemIdentifier)
+}
+
+func TestScheduledEventSweepsTheDueIndex(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	op := h.submit(t, "op-sample-0002", "O20260728002")
+	require.Equal(t, operation.StateUnknown, op.State)
+	h.clock.Add(time.Minute)
+
+	out, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+	rep, ok := out.(reconcile.SweepReport)
+	require.True(t, ok, "got %T", out)
+	assert.Equal(t, 1, rep.Examined)
+	assert.Equal(t, 1, rep.ItemsRead)
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+	got, err := h.st.Get(context.Background(), op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateSucceeded, got.State)
+}
+
+func TestOtherPayloadsAreRefused(t *testing.T) {
+	h := newHarness(t)
+	for _, p := range []string{
+		`{"foo":1}`,
+		`{"source":"aws.events","detail-type":"Object Created"}`,
+		`{"Records":[{"eventSource":"aws:sqs","messageId":"1"}]}`,
+		`[1,2]`,
+	} {
+		_, err := h.r.handle(context.Background(), json.RawMessage(p))
+		assert.ErrorIs(t, err, ErrUnsupportedEvent, p)
+	}
+}

@@ -1,0 +1,135 @@
+// Command devstack is `make run`: the whole system on one machine. It starts
+// the local DynamoDB-compatible engine (moto, single-threaded) unless
+// INTENTGATE_DYNAMODB_ENDPOINT points elsewhere, creates the table, starts
+// the token issuer and both downstream simulators, serves the MCP endpoint,
+// and drives the reconciler by its sweep on a short ticker (moto's stream
+// API goes stale after cancelled transactions, so the stream trigger is
+// exercised by tests instead). Ctrl-C stops everything it started.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/stack"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	addr := flag.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address")
+	table := flag.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table")
+	sweepEvery := flag.Duration("sweep", 1*time.Second, "reconciler sweep interval")
+	searchLag := flag.Duration("search-lag", 2*time.Second, "Release API search index lag")
+	tokenTTL := flag.Duration("token-ttl", 12*time.Hour, "lifetime of the printed tokens")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	engine, err := enginetest.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	defer func() { _ = engine.Stop() }()
+	logger.Info("engine up", "kind", engine.Kind(), "endpoint", engine.Endpoint())
+
+	s, err := stack.Start(ctx, stack.Config{
+		EngineEndpoint: engine.Endpoint(), Table: *table, MCPAddrs: []string{*addr},
+		RiskAddr: "127.0.0.1:0", ReleaseAddr: "127.0.0.1:0", IssuerAddr: "127.0.0.1:0",
+		ReleaseSearchLag: *searchLag, Out: os.Stdout,
+		Env: map[string]string{"INTENTGATE_RISK_SETTLE_WINDOW": "1s"},
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	reconciler, err := s.Apps[0].Reconciler()
+	if err != nil {
+		return err
+	}
+
+	envText, err := s.EnvFile(engine.Endpoint(), *tokenTTL)
+	if err != nil {
+		return err
+	}
+	root, err := enginetest.RepoRoot()
+	if err != nil {
+		return err
+	}
+	envPath := filepath.Join(root, ".devstack", "env")
+	if err := os.MkdirAll(filepath.Dir(envPath), 0o700); err != nil {
+		return fmt.Errorf("write env file: %w", err)
+	}
+	if err := os.WriteFile(envPath, []byte(envText), 0o600); err != nil {
+		return fmt.Errorf("write env file: %w", err)
+	}
+	fmt.Fprint(os.Stderr, banner(s.MCPURLs[0], envPath))
+
+	ticker := time.NewTicker(*sweepEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping")
+			return nil
+		case err := <-s.Errors():
+			return err
+		case <-ticker.C:
+			sctx, cancel := context.WithTimeout(ctx, *sweepEvery*5)
+			rep, err := reconciler.Sweep(sctx)
+			cancel()
+			if err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("sweep failed", "err", err)
+			}
+			if rep.Transitions > 0 {
+				logger.Info("reconciled", "examined", rep.Examined, "transitions", rep.Transitions, "claims_won", rep.ClaimsWon)
+			}
+		}
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func banner(mcpURL, envPath string) string {
+	return fmt.Sprintf(`
+intentgate devstack is up: MCP endpoint %[1]s
+
+  source %[2]s      # MCP_URL, TOKEN_ALICE (M1), TOKEN_BOB (M2), TOKEN_DEPLOYER, TOKEN_OPERATOR, RISK_API_URL, RELEASE_API_URL, DYNAMODB_ENDPOINT
+
+Call a tool with curl (protocol 2025-11-25, stateless JSON):
+  curl -s "$MCP_URL" -H "Authorization: Bearer $TOKEN_ALICE" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"request_risk_review","arguments":{"order_id":"O20260728001","reason":"chargeback pattern","operation_id":"op-demo-0001"}}}'
+
+Drop the next response after commit, then watch UNKNOWN turn into SUCCEEDED:
+  curl -s -X POST "$RISK_API_URL/_sim/faults" -d '{"create":[{"mode":"drop_response_after_commit","times":1}]}'
+
+With an MCP client (Node, no install beyond npx):
+  npx @modelcontextprotocol/inspector --cli "$MCP_URL" --transport http --method tools/list \
+    --header "Authorization: Bearer $TOKEN_ALICE"
+
+Ctrl-C stops everything this command started.
+`, mcpURL, envPath)
+}
