@@ -55,6 +55,12 @@ type harness struct {
 // engine, with small budgets so timeouts are quick.
 func startStack(t *testing.T, replicas int, env map[string]string) harness {
 	t.Helper()
+	return startStackWith(t, replicas, env, stack.Config{})
+}
+
+// startStackWith lets a test set the clock and the release search lag.
+func startStackWith(t *testing.T, replicas int, env map[string]string, extra stack.Config) harness {
+	t.Helper()
 	ctx := context.Background()
 	addrs := make([]string, replicas)
 	for i := range addrs {
@@ -72,6 +78,7 @@ func startStack(t *testing.T, replicas int, env map[string]string) harness {
 	s, err := stack.Start(ctx, stack.Config{
 		EngineEndpoint: engine.Endpoint(), Table: enginetest.TableName(t), MCPAddrs: addrs,
 		ResourceURL: "https://intentgate.test/mcp", Env: merged, Out: out,
+		Clock: extra.Clock, ReleaseSearchLag: extra.ReleaseSearchLag,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -155,4 +162,25 @@ func callCtx(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool stri
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(raw, &body))
 	return body, res.IsError
+}
+
+// testClock is a settable clock shared by the replicas, the reconciler and
+// the simulators, so settle windows and backoffs pass without sleeping.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Now().UTC()} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

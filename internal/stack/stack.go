@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 				return nil, fmt.Errorf("stack: %w", err)
 			}
 		}
-		h, err := a.Handler()
+		h, err := a.Handler(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("stack: replica %d: %w", i, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
@@ -259,4 +260,30 @@ func TestAuditRecordsCarryDigestsNotReasons(t *testing.T) {
 		`"client_principal":"support-assistant"`, `"end_user_principal":"alice"`, `"policy_decision":"allow"`, `"argument_digest":"sha256:`} {
 		assert.Contains(t, out, field)
 	}
+}
+
+func TestDroppedResponseConvergesThroughTheReconcilerWithOneReview(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 2, nil, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	cs := connect(t, h.MCPURLs[0], h.token(t, "ALICE"), protocolNew)
+	res, _ := call(t, cs, riskreview.ToolRequest, reviewArgs("O20260728040", "dropped", "op-converge-01"))
+	require.Equal(t, "UNKNOWN", res["status"])
+
+	// The reconciler runs on the other replica: nothing is held in memory.
+	svc, err := h.Apps[1].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Transitions)
+
+	status, isErr := call(t, cs, riskreview.ToolStatus, map[string]any{"review_id": res["review_id"]})
+	assert.False(t, isErr)
+	assert.Equal(t, "SUCCEEDED", status["status"])
+	assert.Equal(t, "committed_and_verified", status["outcome"])
+	assert.NotEmpty(t, status["effect_receipt"])
+	st := h.Risk.Stats()
+	assert.Equal(t, 1, st.CreateCalls, "create was called exactly once")
+	assert.Equal(t, 1, st.ReviewsCommitted)
 }
