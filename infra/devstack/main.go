@@ -126,9 +126,10 @@ Call a tool with curl (protocol 2025-11-25, stateless JSON):
 Drop the next response after commit, then watch UNKNOWN turn into SUCCEEDED:
   curl -s -X POST "$RISK_API_URL/_sim/faults" -d '{"create":[{"mode":"drop_response_after_commit","times":1}]}'
 
-With an MCP client (Node, no install beyond npx):
-  npx @modelcontextprotocol/inspector --cli "$MCP_URL" --transport http --method tools/list \
-    --header "Authorization: Bearer $TOKEN_ALICE"
+With an MCP client (the go-sdk client; -protocol 2025-11-25 for an older one):
+  go run ./infra/devstack/mcpcall -token "$TOKEN_ALICE" tools
+  go run ./infra/devstack/mcpcall -token "$TOKEN_ALICE" call request_risk_review \
+    '{"order_id":"O20260728003","reason":"velocity","operation_id":"op-demo-0003"}'
 
 Ctrl-C stops everything this command started.
 `, mcpURL, envPath)
