@@ -37,10 +37,16 @@ func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, 
 		for range rep.ClaimsLost {
 			_ = r.metrics.ClaimConflict(ctx)
 		}
+		// The UNKNOWN-too-old alarm watches this. 0 when the sweep saw no
+		// UNKNOWN; skipped only when a failed sweep saw none (nothing known).
+		if err == nil || rep.OldestUnknownAge > 0 {
+			_ = r.metrics.UnknownOldestAge(ctx, rep.OldestUnknownAge)
+		}
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
 			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),
-			slog.Int("items_read", rep.ItemsRead), slog.Int("errors", rep.Errors), slog.String("stopped", rep.Stopped))
+			slog.Int("items_read", rep.ItemsRead), slog.Int("errors", rep.Errors), slog.String("stopped", rep.Stopped),
+			slog.Duration("oldest_unknown_age", rep.OldestUnknownAge))
 		if err != nil {
 			return nil, fmt.Errorf("sweep: %w", err)
 		}

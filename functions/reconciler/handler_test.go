@@ -187,3 +187,67 @@ func TestOtherPayloadsAreRefused(t *testing.T) {
 		assert.ErrorIs(t, err, ErrUnsupportedEvent, p)
 	}
 }
+
+// emfLines returns the EMF documents in out that carry metric name.
+func emfLines(t *testing.T, out *bytes.Buffer, name string) []map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
+		var doc map[string]any
+		if json.Unmarshal(line, &doc) != nil || doc["_aws"] == nil {
+			continue
+		}
+		if _, ok := doc[name]; ok {
+			found = append(found, doc)
+		}
+	}
+	return found
+}
+
+func TestScheduledSweepEmitsTheOldestUnknownAgeUnderStage(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	op := h.submit(t, "op-sample-0003", "O20260728003")
+	require.Equal(t, operation.StateUnknown, op.State)
+	h.clock.Add(3 * time.Minute)
+
+	_, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+
+	docs := emfLines(t, h.out, "unknown_oldest_age_seconds")
+	require.Len(t, docs, 1, "one age per sweep")
+	assert.InDelta(t, 180.0, docs[0]["unknown_oldest_age_seconds"], 0, "age at the sweep, before it resolved the operation")
+	assert.Equal(t, "dev", docs[0]["Stage"], "INTENTGATE_STAGE defaults to dev")
+	directive := docs[0]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	assert.Equal(t, "intentgate", directive["Namespace"])
+	assert.Equal(t, []any{[]any{"Stage"}}, directive["Dimensions"], "exactly the alarm's dimension set")
+	assert.Equal(t, []any{map[string]any{"Name": "unknown_oldest_age_seconds", "Unit": "Seconds"}}, directive["Metrics"])
+}
+
+func TestScheduledSweepWithNothingUnknownEmitsZero(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+	docs := emfLines(t, h.out, "unknown_oldest_age_seconds")
+	require.Len(t, docs, 1)
+	assert.InDelta(t, 0.0, docs[0]["unknown_oldest_age_seconds"], 0)
+}
+
+func TestEveryMetricTheReconcilerEmitsCarriesTheStageSet(t *testing.T) {
+	h := newHarness(t)
+	_ = invokeStream(t, h, sample(t, "stream-poisoned.json")) // stream_record_failures
+	_, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+	n := 0
+	for _, line := range bytes.Split(h.out.Bytes(), []byte("\n")) {
+		var doc map[string]any
+		if json.Unmarshal(line, &doc) != nil || doc["_aws"] == nil {
+			continue
+		}
+		n++
+		directive := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		sets := directive["Dimensions"].([]any)
+		assert.Equal(t, []any{"Stage"}, sets[len(sets)-1], "last set is exactly [Stage]: %s", line)
+	}
+	assert.GreaterOrEqual(t, n, 2)
+}

@@ -6,13 +6,14 @@
 #   infra/sam/check.sh --lint-only  lint only (no Go toolchain needed)
 #
 # Tools come from the project virtualenv: $INTENTGATE_TOOLS_VENV (default
-# .venv at the repository root), holding cfn-lint and aws-sam-cli.
+# .venv-tools at the repository root, which `make venv` creates), holding
+# cfn-lint and aws-sam-cli.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-venv="${INTENTGATE_TOOLS_VENV:-.venv}"
+venv="${INTENTGATE_TOOLS_VENV:-.venv-tools}"
 case "$venv" in /*) ;; *) venv="$root/$venv" ;; esac
 cfn_lint="$venv/bin/cfn-lint"
 sam="$venv/bin/sam"

@@ -54,7 +54,8 @@ type App struct {
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
-// devstack. It makes no network call.
+// devstack. Its only network calls are SSM reads of downstream API keys
+// given as parameter names (see resolveAPIKeys).
 func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
@@ -62,10 +63,18 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if cfg.Stage == "" {
+		cfg.Stage = DefaultStage // a Config not from FromEnv; an empty dimension would fail every metric
+	}
+	cfg, err := resolveAPIKeys(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	a := &App{
 		Config:  cfg,
 		Auditor: obs.NewAuditor(opts.Out),
-		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock),
+		// Every metric also under exactly [Stage]: what the alarms select.
+		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
 		Tracer:  obs.NewTracer(cfg.Tracing),
 		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}

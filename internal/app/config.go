@@ -9,20 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/policy"
 )
+
+// DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
+const DefaultStage = "dev"
 
 // Config is every setting, with the environment variable that sets it.
 // README.md's configuration table lists the same names and defaults.
 type Config struct {
 	Table            string        // INTENTGATE_TABLE
 	DynamoDBEndpoint string        // INTENTGATE_DYNAMODB_ENDPOINT (empty: AWS)
+	SSMEndpoint      string        // INTENTGATE_SSM_ENDPOINT (default: INTENTGATE_DYNAMODB_ENDPOINT; empty: AWS)
 	Region           string        // AWS_REGION
 	Retention        time.Duration // INTENTGATE_RETENTION
+	Stage            string        // INTENTGATE_STAGE: the Stage dimension of every metric (default dev)
 
 	ResourceURL            string // INTENTGATE_RESOURCE_URL: this server's MCP URL, the token audience
 	JWTIssuer              string // INTENTGATE_JWT_ISSUER
@@ -30,15 +37,21 @@ type Config struct {
 	JWTAudience            string // INTENTGATE_JWT_AUDIENCE (default: ResourceURL)
 	TrustGatewayAuthorizer bool   // INTENTGATE_TRUST_GATEWAY_AUTHORIZER
 
-	RiskAPIURL       string        // INTENTGATE_RISK_API_URL
-	RiskAPIKey       string        // INTENTGATE_RISK_API_KEY
-	RiskSettleWindow time.Duration // INTENTGATE_RISK_SETTLE_WINDOW
+	RiskAPIURL string // INTENTGATE_RISK_API_URL
+	RiskAPIKey string // INTENTGATE_RISK_API_KEY (raw key: local runs and tests)
+	// INTENTGATE_RISK_API_KEY_PARAMETER: SSM SecureString holding the Risk
+	// API key, read by Build when RiskAPIKey is empty (the deployed form).
+	RiskAPIKeyParameter string
+	RiskSettleWindow    time.Duration // INTENTGATE_RISK_SETTLE_WINDOW
 
-	ReleaseAPIURL       string        // INTENTGATE_RELEASE_API_URL (empty: ticket tools off)
-	ReleaseAPIKey       string        // INTENTGATE_RELEASE_API_KEY
-	ReleaseSettleWindow time.Duration // INTENTGATE_RELEASE_SETTLE_WINDOW
-	DeployGrants        string        // INTENTGATE_DEPLOY_GRANTS: team=svc,svc;team2=svc
-	Operator            string        // INTENTGATE_OPERATOR: named operator escalations go to
+	ReleaseAPIURL string // INTENTGATE_RELEASE_API_URL (empty: ticket tools off)
+	ReleaseAPIKey string // INTENTGATE_RELEASE_API_KEY (raw key: local runs and tests)
+	// INTENTGATE_RELEASE_API_KEY_PARAMETER: as RiskAPIKeyParameter, for the
+	// Release API key; read only when INTENTGATE_RELEASE_API_URL is set.
+	ReleaseAPIKeyParameter string
+	ReleaseSettleWindow    time.Duration // INTENTGATE_RELEASE_SETTLE_WINDOW
+	DeployGrants           string        // INTENTGATE_DEPLOY_GRANTS: team=svc,svc;team2=svc
+	Operator               string        // INTENTGATE_OPERATOR: named operator escalations go to
 
 	MaxInFlight        int           // INTENTGATE_MAX_IN_FLIGHT
 	MaxQueue           int           // INTENTGATE_MAX_QUEUE
@@ -64,15 +77,18 @@ func FromEnv(lookup Lookup) (Config, error) {
 		DynamoDBEndpoint:       e.str("INTENTGATE_DYNAMODB_ENDPOINT", ""),
 		Region:                 e.str("AWS_REGION", "us-east-1"),
 		Retention:              e.dur("INTENTGATE_RETENTION", 90*24*time.Hour),
+		Stage:                  e.str("INTENTGATE_STAGE", DefaultStage),
 		ResourceURL:            e.str("INTENTGATE_RESOURCE_URL", "http://127.0.0.1:8080/mcp"),
 		JWTIssuer:              e.str("INTENTGATE_JWT_ISSUER", ""),
 		JWKSURL:                e.str("INTENTGATE_JWKS_URL", ""),
 		TrustGatewayAuthorizer: e.boolean("INTENTGATE_TRUST_GATEWAY_AUTHORIZER", false),
 		RiskAPIURL:             e.str("INTENTGATE_RISK_API_URL", ""),
 		RiskAPIKey:             e.str("INTENTGATE_RISK_API_KEY", ""),
+		RiskAPIKeyParameter:    e.str("INTENTGATE_RISK_API_KEY_PARAMETER", ""),
 		RiskSettleWindow:       e.dur("INTENTGATE_RISK_SETTLE_WINDOW", 2*time.Second),
 		ReleaseAPIURL:          e.str("INTENTGATE_RELEASE_API_URL", ""),
 		ReleaseAPIKey:          e.str("INTENTGATE_RELEASE_API_KEY", ""),
+		ReleaseAPIKeyParameter: e.str("INTENTGATE_RELEASE_API_KEY_PARAMETER", ""),
 		ReleaseSettleWindow:    e.dur("INTENTGATE_RELEASE_SETTLE_WINDOW", 5*time.Second),
 		DeployGrants:           e.str("INTENTGATE_DEPLOY_GRANTS", ""),
 		Operator:               e.str("INTENTGATE_OPERATOR", "release-oncall"),
@@ -90,6 +106,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 	_, underLambda := lookup("AWS_LAMBDA_FUNCTION_NAME")
 	c.Tracing = e.boolean("INTENTGATE_TRACING", underLambda)
 	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
+	c.SSMEndpoint = e.str("INTENTGATE_SSM_ENDPOINT", c.DynamoDBEndpoint)
 	c.DownstreamMaxConns = e.integer("INTENTGATE_DOWNSTREAM_MAX_CONNS", c.MaxInFlight)
 	if len(e.errs) > 0 {
 		return Config{}, errors.Join(e.errs...)
@@ -102,6 +119,28 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Table == "" {
 		errs = append(errs, errors.New("INTENTGATE_TABLE must not be empty"))
+	}
+	if !stagePattern.MatchString(c.Stage) {
+		errs = append(errs, fmt.Errorf("INTENTGATE_STAGE=%q: want 1-64 letters, digits, '.', '_' or '-'", c.Stage))
+	}
+	for name, v := range map[string]string{
+		"INTENTGATE_RISK_API_KEY_PARAMETER":    c.RiskAPIKeyParameter,
+		"INTENTGATE_RELEASE_API_KEY_PARAMETER": c.ReleaseAPIKeyParameter,
+	} {
+		if v != "" && !ssmNamePattern.MatchString(v) {
+			errs = append(errs, fmt.Errorf("%s=%q: not an SSM parameter name (/path/name of letters, digits, _ . - /)", name, v))
+		}
+	}
+	for name, v := range map[string]string{"INTENTGATE_DYNAMODB_ENDPOINT": c.DynamoDBEndpoint, "INTENTGATE_SSM_ENDPOINT": c.SSMEndpoint} {
+		if v == "" {
+			continue
+		}
+		if err := absoluteURL(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if _, err := policy.ParseDeployGrants(c.DeployGrants); err != nil {
+		errs = append(errs, fmt.Errorf("INTENTGATE_DEPLOY_GRANTS: %w", err))
 	}
 	if err := absoluteURL(c.ResourceURL); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_RESOURCE_URL: %w", err))
@@ -118,10 +157,10 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("INTENTGATE_MAX_IN_FLIGHT and INTENTGATE_DOWNSTREAM_MAX_CONNS must be >= 1, INTENTGATE_MAX_QUEUE >= 0, INTENTGATE_MAX_QUEUE_WAIT > 0"))
 	}
 	if err := c.Budget.Validate(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE: %w", err))
 	}
 	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
-		errs = append(errs, errors.New("settle windows must not be negative"))
+		errs = append(errs, errors.New("INTENTGATE_RISK_SETTLE_WINDOW and INTENTGATE_RELEASE_SETTLE_WINDOW must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -140,6 +179,14 @@ func (c Config) ValidateAuth() error {
 	}
 	return nil
 }
+
+// stagePattern bounds the Stage dimension value: short, no spaces, so it
+// fits CloudWatch dimension values and resource names alike.
+var stagePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ssmNamePattern is SSM's parameter-name alphabet; the name is used as is
+// in the GetParameter call and in the template's IAM ARN (leading '/').
+var ssmNamePattern = regexp.MustCompile(`^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$`)
 
 func absoluteURL(s string) error {
 	u, err := url.Parse(s)

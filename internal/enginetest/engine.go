@@ -91,7 +91,8 @@ func (e *Engine) ClientConfig() store.ClientConfig {
 	return store.ClientConfig{Endpoint: e.endpoint, Region: e.region}
 }
 
-// Client builds a DynamoDB client for this engine the way the store does.
+// Client builds a DynamoDB client for this engine exactly the way the
+// store does (store.NewClient).
 func (e *Engine) Client(ctx context.Context) (*dynamodb.Client, error) {
 	c, err := store.NewClient(ctx, e.ClientConfig())
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 const (
 	UnitCount        = "Count"
 	UnitMilliseconds = "Milliseconds"
+	UnitSeconds      = "Seconds"
 )
 
 // validUnits is the unit list of the EMF JSON schema.
@@ -53,6 +54,7 @@ const (
 	MetricReconcileProbes      = "reconcile_probes"
 	MetricClaimConflicts       = "claim_conflicts"
 	MetricStreamRecordFailures = "stream_record_failures"
+	MetricUnknownOldestAge     = "unknown_oldest_age_seconds"
 )
 
 // Dimension names used by the helpers. Values must come from small, fixed
@@ -64,6 +66,9 @@ const (
 	DimReason   = "reason"
 	DimProvider = "provider"
 	DimResult   = "result"
+	// DimStage is the base dimension internal/app sets on every metric
+	// (INTENTGATE_STAGE); the alarms in template.yaml select on it alone.
+	DimStage = "Stage"
 )
 
 // Metric is one value to publish.
@@ -79,10 +84,17 @@ type Metric struct {
 // Safe for concurrent use: each line is built in memory and written with a
 // single Write under a lock.
 type Metrics struct {
-	mu        sync.Mutex
-	w         io.Writer
+	out       *lockedWriter
 	namespace string
 	clock     func() time.Time
+	base      map[string]string // added to every metric; never mutated after construction
+}
+
+// lockedWriter is shared by a Metrics and its WithBaseDimensions copies, so
+// lines written through any of them never interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
 }
 
 // NewMetrics writes to w (os.Stdout under Lambda) in the given CloudWatch
@@ -94,7 +106,22 @@ func NewMetrics(w io.Writer, namespace string, clock func() time.Time) *Metrics 
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Metrics{w: w, namespace: namespace, clock: clock}
+	return &Metrics{out: &lockedWriter{w: w}, namespace: namespace, clock: clock}
+}
+
+// WithBaseDimensions returns a copy of ms (same writer, namespace and clock)
+// that adds dims to every metric it emits. Their key set also replaces the
+// empty aggregate dimension set: every metric is published under exactly
+// those keys (e.g. [Stage]) in addition to its own dimensions, which is
+// what the alarms select on. dims replaces any base dimensions ms had; it
+// is copied. Invalid names or values make Emit fail, like a metric's own.
+func (ms *Metrics) WithBaseDimensions(dims map[string]string) *Metrics {
+	if ms == nil {
+		return nil
+	}
+	cp := *ms
+	cp.base = maps.Clone(dims)
+	return &cp
 }
 
 type emfMetricDefinition struct {
@@ -113,16 +140,19 @@ type emfMetadata struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-// Emit writes m as one EMF line:
+// Emit writes m as one EMF line. With base dimension Stage and metric
+// dimensions k1, k2:
 //
 //	{"_aws":{"Timestamp":<ms>,"CloudWatchMetrics":[{"Namespace":ns,
-//	  "Dimensions":[[k1,k2],[]],"Metrics":[{"Name":n,"Unit":u}]}]},
-//	 "k1":"v1","k2":"v2","<n>":<value>}
+//	  "Dimensions":[["Stage","k1","k2"],["Stage"]],"Metrics":[{"Name":n,"Unit":u}]}]},
+//	 "Stage":"prod","k1":"v1","k2":"v2","<n>":<value>}
 //
-// When m has dimensions, a second, empty dimension set publishes the same
-// value without dimensions too, so alarms can watch the total ("any
-// ESCALATED") without listing every dimension value.
-// Errors: invalid input against the EMF limits, or the writer's error.
+// The second dimension set (the base keys; the empty set when there are
+// none) publishes the same value as a total, so alarms can watch "any
+// ESCALATED in prod" without listing every dimension value. A metric
+// without dimensions of its own gets only that set.
+// Errors: invalid input against the EMF limits, a metric dimension that
+// repeats a base dimension, or the writer's error.
 func (ms *Metrics) Emit(ctx context.Context, m Metric) error {
 	if ms == nil {
 		return nil
@@ -131,9 +161,9 @@ func (ms *Metrics) Emit(ctx context.Context, m Metric) error {
 	if err != nil {
 		return err
 	}
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if _, err := ms.w.Write(line); err != nil {
+	ms.out.mu.Lock()
+	defer ms.out.mu.Unlock()
+	if _, err := ms.out.w.Write(line); err != nil {
 		return fmt.Errorf("obs: write metric %q: %w", m.Name, err)
 	}
 	return nil
@@ -143,10 +173,17 @@ func (ms *Metrics) encode(m Metric) ([]byte, error) {
 	if err := ms.validate(m); err != nil {
 		return nil, err
 	}
-	keys := slices.Sorted(maps.Keys(m.Dimensions))
-	dimensionSets := [][]string{{}}
-	if len(keys) > 0 {
-		dimensionSets = [][]string{keys, {}}
+	dims := make(map[string]string, len(ms.base)+len(m.Dimensions))
+	maps.Copy(dims, ms.base)
+	maps.Copy(dims, m.Dimensions)
+	keys := slices.Sorted(maps.Keys(dims))
+	aggregate := slices.Sorted(maps.Keys(ms.base))
+	if aggregate == nil {
+		aggregate = []string{} // JSON [] rather than null
+	}
+	dimensionSets := [][]string{aggregate}
+	if len(m.Dimensions) > 0 {
+		dimensionSets = [][]string{keys, aggregate}
 	}
 	doc := make(map[string]any, len(keys)+2)
 	doc[emfMetadataKey] = emfMetadata{
@@ -158,7 +195,7 @@ func (ms *Metrics) encode(m Metric) ([]byte, error) {
 		}},
 	}
 	for _, k := range keys {
-		doc[k] = m.Dimensions[k]
+		doc[k] = dims[k]
 	}
 	doc[m.Name] = m.Value
 	line, err := json.Marshal(doc)
@@ -180,10 +217,16 @@ func (ms *Metrics) validate(m Metric) error {
 		return fmt.Errorf("obs: metric %q: value %v is not a finite number", m.Name, m.Value)
 	case m.Unit != "" && !validUnits[m.Unit]:
 		return fmt.Errorf("obs: metric %q: unit %q is not a CloudWatch unit", m.Name, m.Unit)
-	case len(m.Dimensions) > emfMaxDimensions:
-		return fmt.Errorf("obs: metric %q: %d dimensions, at most %d", m.Name, len(m.Dimensions), emfMaxDimensions)
+	case len(m.Dimensions)+len(ms.base) > emfMaxDimensions:
+		return fmt.Errorf("obs: metric %q: %d dimensions (base included), at most %d",
+			m.Name, len(m.Dimensions)+len(ms.base), emfMaxDimensions)
 	}
-	for k, v := range m.Dimensions {
+	for k := range m.Dimensions {
+		if _, ok := ms.base[k]; ok {
+			return fmt.Errorf("obs: metric %q: dimension %q repeats a base dimension", m.Name, k)
+		}
+	}
+	for k, v := range mergedForCheck(ms.base, m.Dimensions) {
 		switch {
 		case k == "" || len(k) > emfMaxDimensionKey:
 			return fmt.Errorf("obs: metric %q: dimension name must be 1..%d characters", m.Name, emfMaxDimensionKey)
@@ -194,6 +237,16 @@ func (ms *Metrics) validate(m Metric) error {
 		}
 	}
 	return nil
+}
+
+// mergedForCheck yields base and metric dimensions for validation.
+func mergedForCheck(base, own map[string]string) map[string]string {
+	if len(base) == 0 {
+		return own
+	}
+	all := maps.Clone(base)
+	maps.Copy(all, own)
+	return all
 }
 
 func (ms *Metrics) count(ctx context.Context, name string, dims map[string]string) error {
@@ -258,4 +311,11 @@ func (ms *Metrics) ClaimConflict(ctx context.Context) error {
 // failure.
 func (ms *Metrics) StreamRecordFailure(ctx context.Context) error {
 	return ms.count(ctx, MetricStreamRecordFailures, nil)
+}
+
+// UnknownOldestAge records the age of the oldest UNKNOWN operation a sweep
+// examined (0 when it saw none), in seconds: the UNKNOWN-too-old alarm
+// watches its maximum.
+func (ms *Metrics) UnknownOldestAge(ctx context.Context, d time.Duration) error {
+	return ms.Emit(ctx, Metric{Name: MetricUnknownOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
 }

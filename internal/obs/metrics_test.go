@@ -221,3 +221,129 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	assert.NoError(t, m.ToolCall(context.Background(), "t"))
 	assert.NoError(t, m.Emit(context.Background(), Metric{Name: "x", Value: 1}))
 }
+
+func TestBaseDimensionsJoinEveryMetricAndReplaceTheEmptyAggregate(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "prod"})
+
+	require.NoError(t, m.EscalatedOperation(context.Background(), "create_risk_review", "multiple_effects"))
+
+	assert.JSONEq(t, `{
+		"_aws": {
+			"Timestamp": 1785240000123,
+			"CloudWatchMetrics": [{
+				"Namespace": "intentgate",
+				"Dimensions": [["Stage", "reason", "tool"], ["Stage"]],
+				"Metrics": [{"Name": "escalated_operations", "Unit": "Count"}]
+			}]
+		},
+		"Stage": "prod",
+		"reason": "multiple_effects",
+		"tool": "create_risk_review",
+		"escalated_operations": 1
+	}`, buf.String())
+	assertEMFConforms(t, buf.Bytes())
+}
+
+func TestBaseDimensionsAloneAreTheOnlySetOfAnUndimensionedMetric(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "dev"})
+
+	require.NoError(t, m.UnknownOldestAge(context.Background(), 90*time.Second+500*time.Millisecond))
+
+	assert.JSONEq(t, `{
+		"_aws": {
+			"Timestamp": 1785240000123,
+			"CloudWatchMetrics": [{
+				"Namespace": "intentgate",
+				"Dimensions": [["Stage"]],
+				"Metrics": [{"Name": "unknown_oldest_age_seconds", "Unit": "Seconds"}]
+			}]
+		},
+		"Stage": "dev",
+		"unknown_oldest_age_seconds": 90.5
+	}`, buf.String())
+	assertEMFConforms(t, buf.Bytes())
+}
+
+func TestEveryHelperPublishesUnderExactlyTheBaseSet(t *testing.T) {
+	ctx := context.Background()
+	helpers := map[string]func(m *Metrics) error{
+		"tool call":          func(m *Metrics) error { return m.ToolCall(ctx, "t") },
+		"tool error":         func(m *Metrics) error { return m.ToolError(ctx, "t", "CONFLICT") },
+		"auth rejection":     func(m *Metrics) error { return m.AuthRejection(ctx, "expired") },
+		"downstream latency": func(m *Metrics) error { return m.DownstreamLatency(ctx, "risk", time.Second) },
+		"overloaded":         func(m *Metrics) error { return m.Overloaded(ctx, "t", "queue_full") },
+		"unknown":            func(m *Metrics) error { return m.UnknownOperation(ctx, "t") },
+		"escalated":          func(m *Metrics) error { return m.EscalatedOperation(ctx, "t", "probe_budget") },
+		"probe":              func(m *Metrics) error { return m.ReconcileProbe(ctx, "risk", "found") },
+		"claim conflict":     func(m *Metrics) error { return m.ClaimConflict(ctx) },
+		"stream failure":     func(m *Metrics) error { return m.StreamRecordFailure(ctx) },
+		"unknown oldest age": func(m *Metrics) error { return m.UnknownOldestAge(ctx, 0) },
+	}
+	for name, emit := range helpers {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, emit(NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "prod"})))
+			doc, root := assertEMFConforms(t, buf.Bytes())
+			sets := doc.AWS.CloudWatchMetrics[0].Dimensions
+			assert.Equal(t, []string{"Stage"}, sets[len(sets)-1], "the last set is exactly [Stage]")
+			for _, set := range sets {
+				assert.Contains(t, set, "Stage", "no set without Stage")
+			}
+			assert.Equal(t, "prod", root["Stage"])
+		})
+	}
+}
+
+func TestWithBaseDimensionsLeavesTheOriginalUnchanged(t *testing.T) {
+	var buf bytes.Buffer
+	dims := map[string]string{DimStage: "prod"}
+	plain := NewMetrics(&buf, "ns", fixedClock)
+	staged := plain.WithBaseDimensions(dims)
+	dims[DimStage] = "mutated after the call"
+
+	require.NoError(t, plain.ClaimConflict(context.Background()))
+	require.NoError(t, staged.ClaimConflict(context.Background()))
+
+	lines := strings.SplitAfter(buf.String(), "\n")
+	require.Len(t, lines, 3) // two lines and the empty rest
+	doc, _ := assertEMFConforms(t, []byte(lines[0]))
+	assert.Equal(t, [][]string{{}}, doc.AWS.CloudWatchMetrics[0].Dimensions)
+	doc, root := assertEMFConforms(t, []byte(lines[1]))
+	assert.Equal(t, [][]string{{"Stage"}}, doc.AWS.CloudWatchMetrics[0].Dimensions)
+	assert.Equal(t, "prod", root["Stage"], "the base map was copied")
+}
+
+func TestBaseDimensionsAreValidatedLikeOwnOnes(t *testing.T) {
+	nearlyFull := map[string]string{}
+	for i := range 30 {
+		nearlyFull[strings.Repeat("b", i+1)] = "v"
+	}
+	tests := []struct {
+		name   string
+		base   map[string]string
+		metric Metric
+	}{
+		{"empty base value", map[string]string{DimStage: ""}, Metric{Name: "x", Value: 1}},
+		{"base named like the metric", map[string]string{"x": "v"}, Metric{Name: "x", Value: 1}},
+		{"metric repeats a base dimension", map[string]string{DimStage: "prod"},
+			Metric{Name: "x", Value: 1, Dimensions: map[string]string{DimStage: "dev"}}},
+		{"base plus own over 30", nearlyFull, Metric{Name: "x", Value: 1, Dimensions: map[string]string{"tool": "t"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := NewMetrics(&buf, "ns", fixedClock).WithBaseDimensions(tc.base).Emit(context.Background(), tc.metric)
+			assert.Error(t, err)
+			assert.Zero(t, buf.Len())
+		})
+	}
+}
+
+func TestUnknownOldestAgeNeverGoesNegative(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, NewMetrics(&buf, "ns", fixedClock).UnknownOldestAge(context.Background(), -time.Second))
+	_, root := assertEMFConforms(t, buf.Bytes())
+	assert.InDelta(t, 0.0, root[MetricUnknownOldestAge], 0)
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 // Why a Sweep stopped.
@@ -22,6 +25,12 @@ type SweepReport struct {
 	ItemsRead   int // items the engine read from the due index
 	Errors      int // operations whose reconciliation failed (retried next sweep)
 	Stopped     string
+	// OldestUnknownAge is the largest now - CreatedAt over the UNKNOWN
+	// operations this sweep examined, taken before reconciling them (so an
+	// operation the sweep resolves still counts); 0 when it examined none.
+	// UNKNOWN operations not yet due for their next probe (backoff) or
+	// beyond MaxPerInvocation are not seen.
+	OldestUnknownAge time.Duration
 }
 
 // Sweep pages through the due index (never a table scan) and reconciles
@@ -50,6 +59,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 				return rep, nil
 			}
 			rep.Examined++
+			if op.State == operation.StateUnknown {
+				rep.OldestUnknownAge = max(rep.OldestUnknownAge, now.Sub(op.CreatedAt))
+			}
 			res, err := s.Reconcile(ctx, op)
 			if err != nil {
 				rep.Errors++

@@ -103,3 +103,33 @@ func TestSweepStopsWhenLessThanTheReserveRemains(t *testing.T) {
 	assert.Equal(t, 0, rep.Examined)
 	assert.Equal(t, reconcile.StoppedDeadline, rep.Stopped)
 }
+
+func TestSweepReportsTheOldestUnknownItExaminedBeforeResolvingIt(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	// Oldest of all, but PENDING with a lost lease: not UNKNOWN, not counted.
+	f.storedOp(t, "op-age-lease-0001", orderID(50), time.Minute)
+	f.clock.Advance(time.Minute)
+	oldest := f.toUnknown(t, f.storedOp(t, "op-age-0001", orderID(51), time.Minute))
+	f.clock.Advance(4 * time.Minute)
+	f.toUnknown(t, f.storedOp(t, "op-age-0002", orderID(52), time.Minute))
+	f.clock.Advance(riskreviewSettle + time.Second)
+
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Examined)
+	assert.Equal(t, f.clock.Now().Sub(oldest.CreatedAt), rep.OldestUnknownAge)
+	assert.Equal(t, 4*time.Minute+riskreviewSettle+time.Second, rep.OldestUnknownAge)
+	assert.Equal(t, operation.StateRetryable, f.get(t, oldest.Handle).State,
+		"the sweep resolved it, yet its age before deciding is what the report carries")
+}
+
+func TestSweepWithoutUnknownReportsZeroAge(t *testing.T) {
+	f := newFixture(t)
+	f.storedOp(t, "op-age-lease-0002", orderID(53), time.Minute)
+	f.clock.Advance(2 * time.Minute)
+	rep, err := f.service(t).Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Examined, "the lost lease was examined")
+	assert.Zero(t, rep.OldestUnknownAge)
+}

@@ -38,5 +38,8 @@ func NewClient(ctx context.Context, cc ClientConfig) (*dynamodb.Client, error) {
 		if cc.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cc.Endpoint)
 		}
+		// See httpbody.go: without it a write that took effect can come
+		// back refused after the SDK's retry.
+		o.HTTPClient = ClosedBodySafeHTTPClient(o.HTTPClient)
 	}), nil
 }

@@ -1,0 +1,86 @@
+# intentgate developer entry points. `make help` lists the targets.
+# Needs only go and python3 on PATH; Python tools go into project virtualenvs.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+GO ?= go
+
+ENGINE_DIR := infra/engine
+VENV := .venv
+VENV_STAMP := $(VENV)/.installed
+TOOLS_VENV := .venv-tools
+TOOLS_STAMP := $(TOOLS_VENV)/.installed
+PIP_FLAGS := --disable-pip-version-check --no-input -q
+
+# Port for `make engine`.
+ENGINE_PORT ?= 8000
+GO_TEST_FLAGS ?= -count=1 -timeout 10m
+# Extra prerequisites of `make test`: the SAM template is linted and built.
+TEST_EXTRA_DEPS ?= template
+
+# Directories gofmt must not walk into.
+GOFMT_PRUNE := -path ./.git -o -path ./$(VENV) -o -path ./$(TOOLS_VENV) -o -path ./.build \
+	-o -path ./.aws-sam -o -path ./.devstack -o -path ./node_modules
+
+LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath
+
+.PHONY: help venv test fmt-check vet go-test test-engine run build engine clean distclean template rie
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+venv: $(VENV_STAMP) $(TOOLS_STAMP) ## Create the Python virtualenvs (.venv engine, .venv-tools cfn-lint/sam); redone only when requirements change
+
+# Each virtualenv is rebuilt from scratch when its requirements change, so
+# no package from an older pin set lingers. The stamp is written last: an
+# interrupted install is redone on the next run.
+$(VENV_STAMP): $(ENGINE_DIR)/requirements.txt $(ENGINE_DIR)/constraints.txt
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements.txt
+	touch $@
+
+$(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-tools.txt
+	rm -rf $(TOOLS_VENV)
+	$(PYTHON) -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements-tools.txt
+	touch $@
+
+test: venv fmt-check vet $(TEST_EXTRA_DEPS) ## gofmt check, go vet, all Go tests (local engine: moto)
+	$(GO) test $(GO_TEST_FLAGS) ./...
+
+fmt-check: ## Fail if any Go file is not gofmt-formatted
+	@files=$$(find . \( $(GOFMT_PRUNE) \) -prune -o -name '*.go' -type f -print | xargs -r gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+# Without an engine setting this falls back to the local moto engine.
+test-engine: $(if $(INTENTGATE_DYNAMODB_ENDPOINT)$(INTENTGATE_ENGINE_KIND),,$(VENV_STAMP)) ## Contract + store tests against INTENTGATE_DYNAMODB_ENDPOINT (or INTENTGATE_ENGINE_KIND=dynamodb)
+	$(GO) test $(GO_TEST_FLAGS) ./internal/enginecontract/... ./internal/store/...
+
+run: $(VENV_STAMP) ## Run the whole system locally (ARGS="-addr 127.0.0.1:9090" to move the MCP endpoint)
+	$(GO) run ./infra/devstack $(ARGS)
+
+template: $(TOOLS_STAMP) ## cfn-lint template.yaml and sam build both functions (no container)
+	INTENTGATE_TOOLS_VENV=$(TOOLS_VENV) ./infra/sam/check.sh
+
+rie: ## Install the Lambda Runtime Interface Emulator into .build/bin (test/rie installs it itself when missing)
+	./infra/rie/install.sh
+
+build: ## Build the Lambda bootstraps (linux/arm64) into .build/
+	$(LAMBDA_BUILD) -o .build/mcp/bootstrap ./functions/mcp
+	$(LAMBDA_BUILD) -o .build/reconciler/bootstrap ./functions/reconciler
+
+engine: $(VENV_STAMP) ## Serve the local engine in the foreground on 127.0.0.1:8000 (ENGINE_PORT=...)
+	$(VENV)/bin/python $(ENGINE_DIR)/moto_server.py --host 127.0.0.1 --port $(ENGINE_PORT)
+
+clean: ## Remove build outputs and devstack state
+	rm -rf .build .aws-sam .devstack
+
+distclean: clean ## Also remove the Python virtualenvs
+	rm -rf $(VENV) $(TOOLS_VENV)

@@ -1,0 +1,182 @@
+package app
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/admission"
+)
+
+// minimalEnv is the least a valid configuration needs.
+func minimalEnv() map[string]string {
+	return map[string]string{"INTENTGATE_RISK_API_URL": "https://risk.example.internal"}
+}
+
+func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
+	env := map[string]string{
+		"INTENTGATE_TABLE":                     "ops",
+		"INTENTGATE_DYNAMODB_ENDPOINT":         "http://127.0.0.1:4566",
+		"INTENTGATE_SSM_ENDPOINT":              "http://127.0.0.1:4567",
+		"AWS_REGION":                           "eu-west-1",
+		"INTENTGATE_RETENTION":                 "720h",
+		"INTENTGATE_STAGE":                     "prod",
+		"INTENTGATE_RESOURCE_URL":              "https://mcp.example.com/mcp",
+		"INTENTGATE_JWT_ISSUER":                "https://auth.example.com",
+		"INTENTGATE_JWKS_URL":                  "https://auth.example.com/jwks",
+		"INTENTGATE_JWT_AUDIENCE":              "https://aud.example.com",
+		"INTENTGATE_TRUST_GATEWAY_AUTHORIZER":  "true",
+		"INTENTGATE_RISK_API_URL":              "https://risk.example.internal",
+		"INTENTGATE_RISK_API_KEY":              "rk",
+		"INTENTGATE_RISK_API_KEY_PARAMETER":    "/intentgate/prod/risk-api-key",
+		"INTENTGATE_RISK_SETTLE_WINDOW":        "3s",
+		"INTENTGATE_RELEASE_API_URL":           "https://release.example.internal",
+		"INTENTGATE_RELEASE_API_KEY":           "lk",
+		"INTENTGATE_RELEASE_API_KEY_PARAMETER": "/intentgate/prod/release-api-key",
+		"INTENTGATE_RELEASE_SETTLE_WINDOW":     "7s",
+		"INTENTGATE_DEPLOY_GRANTS":             "team-payments=payments-api,orders-api;team-web=web",
+		"INTENTGATE_OPERATOR":                  "payments-oncall",
+		"INTENTGATE_MAX_IN_FLIGHT":             "1",
+		"INTENTGATE_MAX_QUEUE":                 "0",
+		"INTENTGATE_MAX_QUEUE_WAIT":            "250ms",
+		"INTENTGATE_DOWNSTREAM_MAX_CONNS":      "3",
+		"INTENTGATE_BUDGET_AUTH":               "1s",
+		"INTENTGATE_BUDGET_STORE":              "2s",
+		"INTENTGATE_BUDGET_DOWNSTREAM":         "9s",
+		"INTENTGATE_BUDGET_RESERVE":            "500ms",
+		"INTENTGATE_LISTEN_ADDR":               "127.0.0.1:9090",
+		"INTENTGATE_TRACING":                   "false",
+	}
+	cfg, err := FromEnv(mapLookup(env))
+	require.NoError(t, err)
+	assert.Equal(t, Config{
+		Table: "ops", DynamoDBEndpoint: "http://127.0.0.1:4566", SSMEndpoint: "http://127.0.0.1:4567",
+		Region: "eu-west-1", Retention: 720 * time.Hour, Stage: "prod",
+		ResourceURL: "https://mcp.example.com/mcp", JWTIssuer: "https://auth.example.com",
+		JWKSURL: "https://auth.example.com/jwks", JWTAudience: "https://aud.example.com", TrustGatewayAuthorizer: true,
+		RiskAPIURL: "https://risk.example.internal", RiskAPIKey: "rk", RiskAPIKeyParameter: "/intentgate/prod/risk-api-key",
+		RiskSettleWindow: 3 * time.Second,
+		ReleaseAPIURL:    "https://release.example.internal", ReleaseAPIKey: "lk",
+		ReleaseAPIKeyParameter: "/intentgate/prod/release-api-key", ReleaseSettleWindow: 7 * time.Second,
+		DeployGrants: "team-payments=payments-api,orders-api;team-web=web", Operator: "payments-oncall",
+		MaxInFlight: 1, MaxQueue: 0, MaxQueueWait: 250 * time.Millisecond, DownstreamMaxConns: 3,
+		Budget:     admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 9 * time.Second, Reserve: 500 * time.Millisecond},
+		ListenAddr: "127.0.0.1:9090", Tracing: false,
+	}, cfg)
+}
+
+func TestFromEnvDefaults(t *testing.T) {
+	cfg, err := FromEnv(mapLookup(minimalEnv()))
+	require.NoError(t, err)
+	assert.Equal(t, "dev", cfg.Stage)
+	assert.Equal(t, "intentgate-operations", cfg.Table)
+	assert.Equal(t, "http://127.0.0.1:8080/mcp", cfg.ResourceURL)
+	assert.Equal(t, cfg.ResourceURL, cfg.JWTAudience, "audience defaults to the resource")
+	assert.Empty(t, cfg.SSMEndpoint, "no endpoint: AWS")
+	assert.Equal(t, cfg.MaxInFlight, cfg.DownstreamMaxConns)
+	assert.False(t, cfg.Tracing, "tracing is on by default only under Lambda")
+
+	env := minimalEnv()
+	env["INTENTGATE_DYNAMODB_ENDPOINT"] = "http://127.0.0.1:5000"
+	env["INTENTGATE_DOWNSTREAM_TIMEOUT"] = "4s"
+	env["AWS_LAMBDA_FUNCTION_NAME"] = "intentgate-dev-mcp"
+	cfg, err = FromEnv(mapLookup(env))
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:5000", cfg.SSMEndpoint, "SSM follows the local engine")
+	assert.Equal(t, 4*time.Second, cfg.Budget.Downstream, "INTENTGATE_DOWNSTREAM_TIMEOUT is the downstream budget")
+	assert.True(t, cfg.Tracing)
+}
+
+func TestFromEnvRefusesMalformedValues(t *testing.T) {
+	tests := []struct {
+		name, key, value string
+	}{
+		{"duration", "INTENTGATE_MAX_QUEUE_WAIT", "soon"},
+		{"downstream timeout", "INTENTGATE_DOWNSTREAM_TIMEOUT", "10"},
+		{"retention", "INTENTGATE_RETENTION", "90d"},
+		{"integer", "INTENTGATE_MAX_IN_FLIGHT", "one"},
+		{"zero in flight", "INTENTGATE_MAX_IN_FLIGHT", "0"},
+		{"negative queue", "INTENTGATE_MAX_QUEUE", "-1"},
+		{"zero conns", "INTENTGATE_DOWNSTREAM_MAX_CONNS", "0"},
+		{"boolean", "INTENTGATE_TRUST_GATEWAY_AUTHORIZER", "yes please"},
+		{"tracing", "INTENTGATE_TRACING", "maybe"},
+		{"relative resource url", "INTENTGATE_RESOURCE_URL", "/mcp"},
+		{"risk url scheme", "INTENTGATE_RISK_API_URL", "ftp://risk"},
+		{"release url", "INTENTGATE_RELEASE_API_URL", "release.example.internal"},
+		{"stage with space", "INTENTGATE_STAGE", "my stage"},
+		{"overlong stage", "INTENTGATE_STAGE", strings.Repeat("s", 65)},
+		{"risk parameter name", "INTENTGATE_RISK_API_KEY_PARAMETER", "/intentgate/dev/risk key"},
+		{"release parameter name", "INTENTGATE_RELEASE_API_KEY_PARAMETER", "//double"},
+		{"ssm endpoint", "INTENTGATE_SSM_ENDPOINT", "localhost:4566"},
+		{"dynamodb endpoint", "INTENTGATE_DYNAMODB_ENDPOINT", "localhost:4566"},
+		{"deploy grants", "INTENTGATE_DEPLOY_GRANTS", "team-payments"},
+		{"negative settle window", "INTENTGATE_RISK_SETTLE_WINDOW", "-1s"},
+		{"budget", "INTENTGATE_BUDGET_AUTH", "0s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := minimalEnv()
+			env[tc.key] = tc.value
+			_, err := FromEnv(mapLookup(env))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.key, "the error names the variable")
+		})
+	}
+}
+
+// templateEnvLine matches one function environment variable in template.yaml.
+var templateEnvLine = regexp.MustCompile(`(?m)^\s+((?:INTENTGATE_[A-Z0-9_]+)|GOMEMLIMIT):`)
+
+// setByLambdaOrDefault are variables FromEnv reads that the template leaves
+// out on purpose; docs/deploy.md ("Function environment") says why.
+var setByLambdaOrDefault = []string{
+	"AWS_REGION", "AWS_LAMBDA_FUNCTION_NAME", // set by Lambda
+	"INTENTGATE_DYNAMODB_ENDPOINT", "INTENTGATE_SSM_ENDPOINT", // empty = AWS
+	"INTENTGATE_RETENTION", "INTENTGATE_TRACING", "INTENTGATE_LISTEN_ADDR",
+	"INTENTGATE_RISK_API_KEY", "INTENTGATE_RELEASE_API_KEY", // raw keys never go into the template
+	"INTENTGATE_RISK_SETTLE_WINDOW", "INTENTGATE_RELEASE_SETTLE_WINDOW",
+	"INTENTGATE_BUDGET_AUTH", "INTENTGATE_BUDGET_STORE", "INTENTGATE_BUDGET_DOWNSTREAM", "INTENTGATE_BUDGET_RESERVE",
+	"INTENTGATE_MAX_QUEUE_WAIT",
+}
+
+// TestTemplateEnvironmentMatchesFromEnv: every variable template.yaml sets
+// is one FromEnv reads (or the Go runtime's GOMEMLIMIT), and every variable
+// FromEnv reads is set by the template or listed as deliberately left out.
+func TestTemplateEnvironmentMatchesFromEnv(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	require.NoError(t, err)
+	var inTemplate []string
+	for _, m := range templateEnvLine.FindAllStringSubmatch(string(raw), -1) {
+		if !slices.Contains(inTemplate, m[1]) {
+			inTemplate = append(inTemplate, m[1])
+		}
+	}
+	require.NotEmpty(t, inTemplate)
+
+	var read []string
+	_, _ = FromEnv(func(k string) (string, bool) {
+		if !slices.Contains(read, k) {
+			read = append(read, k)
+		}
+		return minimalEnv()[k], k == "INTENTGATE_RISK_API_URL"
+	})
+
+	for _, name := range inTemplate {
+		if name == "GOMEMLIMIT" {
+			continue // read by the Go runtime
+		}
+		assert.Contains(t, read, name, "template.yaml sets %s but FromEnv never reads it", name)
+	}
+	for _, name := range read {
+		if !slices.Contains(setByLambdaOrDefault, name) {
+			assert.Contains(t, inTemplate, name, "FromEnv reads %s but template.yaml does not set it", name)
+		}
+	}
+	assert.NotContains(t, inTemplate, "INTENTGATE_DOWNSTREAM_API_KEY_PARAMETER", "replaced by the per-provider parameters")
+}

@@ -1,0 +1,97 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+)
+
+// ssmCallTimeout bounds one GetParameter: secrets are read at cold start,
+// inside Lambda's 10 s init phase.
+const ssmCallTimeout = 5 * time.Second
+
+// parameterReader is the one SSM call secrets need.
+type parameterReader interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// resolveAPIKeys fills each downstream API key that is empty but has an SSM
+// parameter name, reading the SecureString decrypted. A raw key
+// (INTENTGATE_*_API_KEY) wins, so local runs need no SSM. The Release key
+// is read only when the Release API is configured. No parameter to read
+// means no client is built and no call is made.
+func resolveAPIKeys(ctx context.Context, cfg Config) (Config, error) {
+	type want struct {
+		env  string
+		name string
+		dst  *string
+	}
+	var todo []want
+	if cfg.RiskAPIKey == "" && cfg.RiskAPIKeyParameter != "" {
+		todo = append(todo, want{"INTENTGATE_RISK_API_KEY_PARAMETER", cfg.RiskAPIKeyParameter, &cfg.RiskAPIKey})
+	}
+	if cfg.ReleaseAPIURL != "" && cfg.ReleaseAPIKey == "" && cfg.ReleaseAPIKeyParameter != "" {
+		todo = append(todo, want{"INTENTGATE_RELEASE_API_KEY_PARAMETER", cfg.ReleaseAPIKeyParameter, &cfg.ReleaseAPIKey})
+	}
+	if len(todo) == 0 {
+		return cfg, nil
+	}
+	client, err := newSSMClient(ctx, cfg.SSMEndpoint, cfg.Region)
+	if err != nil {
+		return Config{}, err
+	}
+	for _, w := range todo {
+		v, err := readSecureString(ctx, client, w.name)
+		if err != nil {
+			return Config{}, fmt.Errorf("resolve %s: %w", w.env, err)
+		}
+		*w.dst = v
+	}
+	return cfg, nil
+}
+
+// newSSMClient builds an SSM client the way store.NewClient builds the
+// DynamoDB one: an endpoint override (moto, LocalStack) gets static local
+// credentials; otherwise the ambient AWS configuration (the Lambda role).
+func newSSMClient(ctx context.Context, endpoint, region string) (*ssm.Client, error) {
+	if region == "" {
+		region = "us-east-1"
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	if endpoint != "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
+			credentials.NewStaticCredentialsProvider("local", "local", ""))))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("ssm client: load aws config: %w", err)
+	}
+	return ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}), nil
+}
+
+var errEmptyParameter = errors.New("parameter has no value")
+
+// readSecureString reads one parameter, decrypted. The value never goes
+// into an error or a log.
+func readSecureString(ctx context.Context, client parameterReader, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ssmCallTimeout)
+	defer cancel()
+	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return "", fmt.Errorf("ssm GetParameter %s: %w", name, err)
+	}
+	if out.Parameter == nil || aws.ToString(out.Parameter.Value) == "" {
+		return "", fmt.Errorf("ssm parameter %s: %w", name, errEmptyParameter)
+	}
+	return aws.ToString(out.Parameter.Value), nil
+}

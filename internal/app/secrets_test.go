@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/tools/release"
+)
+
+// engine serves DynamoDB and, being moto (or LocalStack), SSM on the same
+// endpoint: the deployment's INTENTGATE_SSM_ENDPOINT default.
+var engine *enginetest.Engine
+
+func TestMain(m *testing.M) {
+	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
+}
+
+// engineConfig is a valid configuration against the test engine; the
+// downstream URLs are never called by Build.
+func engineConfig(t *testing.T, env map[string]string) Config {
+	t.Helper()
+	base := map[string]string{
+		"INTENTGATE_TABLE": enginetest.TableName(t), "INTENTGATE_DYNAMODB_ENDPOINT": engine.Endpoint(),
+		"AWS_REGION": engine.Region(), "INTENTGATE_RISK_API_URL": "http://127.0.0.1:1",
+	}
+	for k, v := range env {
+		base[k] = v
+	}
+	cfg, err := FromEnv(mapLookup(base))
+	require.NoError(t, err)
+	return cfg
+}
+
+// putSecureString stores a SecureString the way an operator would, through
+// the same SSM client Build uses; removed at cleanup.
+func putSecureString(t *testing.T, name, value string) {
+	t.Helper()
+	if engine.Endpoint() == "" {
+		t.Skip("SSM tests need an endpoint engine (moto or LocalStack), not real AWS")
+	}
+	ctx := context.Background()
+	client, err := newSSMClient(ctx, engine.Endpoint(), engine.Region())
+	require.NoError(t, err)
+	_, err = client.PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(name), Value: aws.String(value), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = client.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)})
+	})
+}
+
+func TestBuildResolvesBothAPIKeysFromSecureStrings(t *testing.T) {
+	putSecureString(t, "/intentgate/test/risk-api-key", "risk-secret-1")
+	putSecureString(t, "/intentgate/test/release-api-key", "release-secret-2")
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY_PARAMETER":    "/intentgate/test/risk-api-key",
+		"INTENTGATE_RELEASE_API_URL":           "http://127.0.0.1:2",
+		"INTENTGATE_RELEASE_API_KEY_PARAMETER": "/intentgate/test/release-api-key",
+	})
+	require.Empty(t, cfg.RiskAPIKey)
+	require.Equal(t, engine.Endpoint(), cfg.SSMEndpoint, "SSM defaults to the DynamoDB endpoint")
+
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+
+	// Read without WithDecryption, moto answers "kms:alias/aws/ssm:<value>":
+	// the exact value proves the decrypted read.
+	assert.Equal(t, "risk-secret-1", a.Config.RiskAPIKey, "decrypted value of the SecureString")
+	assert.Equal(t, "release-secret-2", a.Config.ReleaseAPIKey)
+	assert.Contains(t, a.Families, release.ToolCreate, "families were built after the keys were resolved")
+}
+
+func TestBuildWithAMissingParameterFailsNamingIt(t *testing.T) {
+	if engine.Endpoint() == "" {
+		t.Skip("SSM tests need an endpoint engine")
+	}
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY_PARAMETER": "/intentgate/test/does-not-exist",
+	})
+
+	_, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "resolve INTENTGATE_RISK_API_KEY_PARAMETER")
+	assert.Contains(t, err.Error(), "/intentgate/test/does-not-exist")
+	var notFound *ssmtypes.ParameterNotFound
+	assert.ErrorAs(t, err, &notFound, "the SDK error stays inspectable")
+}
+
+func TestRawKeyWinsOverParameterAndNeedsNoSSM(t *testing.T) {
+	// The SSM endpoint points at a closed port: any call would fail.
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":           "raw-key",
+		"INTENTGATE_RISK_API_KEY_PARAMETER": "/intentgate/test/never-read",
+		"INTENTGATE_SSM_ENDPOINT":           "http://127.0.0.1:1",
+	})
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+	assert.Equal(t, "raw-key", a.Config.RiskAPIKey)
+}
+
+func TestReleaseKeyIsNotReadWithoutTheReleaseAPI(t *testing.T) {
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":              "raw-key",
+		"INTENTGATE_RELEASE_API_KEY_PARAMETER": "/intentgate/test/never-read",
+		"INTENTGATE_SSM_ENDPOINT":              "http://127.0.0.1:1",
+	})
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+	assert.Empty(t, a.Config.ReleaseAPIKey)
+	assert.NotContains(t, a.Families, release.ToolCreate)
+}
+
+func TestEmptySecureStringIsRefused(t *testing.T) {
+	// SSM itself refuses empty values, so a fake reader stands in.
+	_, err := readSecureString(context.Background(), emptyReader{}, "/intentgate/test/empty")
+	assert.ErrorIs(t, err, errEmptyParameter)
+	assert.Contains(t, err.Error(), "/intentgate/test/empty")
+}
+
+type emptyReader struct{}
+
+func (emptyReader) GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: aws.String("")}}, nil
+}
+
+func mapLookup(env map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
