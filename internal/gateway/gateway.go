@@ -78,10 +78,6 @@ func caller(ctx context.Context) (tools.Caller, bool) {
 	return tools.Caller{ClientID: s.ClientID, UserID: s.UserID, TenantID: s.MerchantID, Roles: s.Roles}, true
 }
 
-func (rec *callRecord) withCaller(c tools.Caller) {
-	rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
-}
-
 func (rec *callRecord) withOperation(op operation.Operation) {
 	if op.Handle == "" {
 		return
@@ -106,19 +102,50 @@ func (g *Gateway) failure(rec *callRecord, err error) *mcp.CallToolResult {
 	case tools.CodeIdempotencyConflict:
 		rec.PolicyDecision = obs.PolicyAllow
 	}
-	return mcpserver.BusinessError(mcpserver.Code(f.Code), f.Message, f.RetryAllowed, nextAction(f.Next))
+	return mcpserver.BusinessError(f.Code, f.Message, f.RetryAllowed, f.Next)
 }
 
-func nextAction(n *tools.NextAction) *mcpserver.NextAction {
-	if n == nil {
-		return nil
+// toolHandler is a tool's own logic, given what every call shares.
+type toolHandler func(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult
+
+// serve wraps a tool's logic with what every call shares: one audit record
+// per call, and the trusted caller (UNAUTHENTICATED without one).
+func (g *Gateway) serve(fn toolHandler) func(context.Context, mcpserver.Call) *mcp.CallToolResult {
+	return func(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
+		rec := g.begin(call)
+		defer g.finish(ctx, rec)
+		c, ok := caller(ctx)
+		if !ok {
+			rec.Code = string(tools.CodeUnauthenticated)
+			return mcpserver.BusinessError(tools.CodeUnauthenticated, "authenticate first", false, nil)
+		}
+		rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
+		return fn(ctx, call, c, rec)
 	}
-	return &mcpserver.NextAction{Tool: n.Tool, Arguments: n.Arguments, Hint: n.Hint}
 }
 
-func unauthenticated(rec *callRecord) *mcp.CallToolResult {
-	rec.Code = string(tools.CodeUnauthenticated)
-	return mcpserver.BusinessError(mcpserver.CodeUnauthenticated, "authenticate first", false, nil)
+// submit runs a write call through the admission gate and the executor.
+// A non-nil result is the caller's answer (overloaded, or a failure before
+// anything was stored); otherwise the submission carries an operation.
+func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord, family tools.WriteTool) (tools.Submission, *mcp.CallToolResult) {
+	done, overloaded := g.admit(ctx, rec)
+	if overloaded != nil {
+		return tools.Submission{}, overloaded
+	}
+	defer done()
+	sub, err := g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
+	if sub.Operation.Handle == "" {
+		return sub, g.failure(rec, err)
+	}
+	// A failed state write after dispatch leaves the operation PENDING under
+	// its lease; the caller still gets the handle and an honest status.
+	rec.PolicyDecision = obs.PolicyAllow
+	rec.withOperation(sub.Operation)
+	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
+	if err != nil && rec.ErrorClass == "" {
+		rec.ErrorClass = "store"
+	}
+	return sub, nil
 }
 
 // admit takes a slot of the admission gate for a write tool, or answers
@@ -138,7 +165,7 @@ func (g *Gateway) admit(ctx context.Context, rec *callRecord) (func(), *mcp.Call
 	_ = g.cfg.Metrics.Overloaded(ctx, rec.Tool, reason)
 	rec.Code, rec.ErrorClass = string(tools.CodeOverloaded), reason
 	secs := int(retryAfter.Round(time.Second) / time.Second)
-	return nil, mcpserver.BusinessError(mcpserver.CodeOverloaded,
+	return nil, mcpserver.BusinessError(tools.CodeOverloaded,
 		fmt.Sprintf("server at capacity (%s); nothing was recorded or sent; retry the same call after %ds", reason, secs),
-		true, &mcpserver.NextAction{Hint: fmt.Sprintf("retry after %ds with the same operation_id", secs)})
+		true, &tools.NextAction{Hint: fmt.Sprintf("retry after %ds with the same operation_id", secs)})
 }

@@ -5,14 +5,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
-)
-
-// Codes for operations that were accepted but did not (yet) succeed. They
-// come with the operation's handle and status, never instead of them.
-const (
-	codeOperationUnknown   = "OPERATION_UNKNOWN"
-	codeOperationFailed    = "OPERATION_FAILED"
-	codeOperationEscalated = "OPERATION_ESCALATED"
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // stateView is what a caller is told about an operation's state: whether
@@ -20,29 +13,29 @@ const (
 // and what to do next.
 type stateView struct {
 	isError      bool
-	code         string
+	code         tools.Code
 	message      string
 	retryAllowed bool
-	next         *mcpserver.NextAction
+	next         *tools.NextAction
 }
 
 // viewOf maps an operation to its caller-facing view. UNKNOWN is never
 // reported as done and never invites a retry: the next action is always a
 // status query with the handle.
 func viewOf(op operation.Operation, statusTool, handleArg string) stateView {
-	query := &mcpserver.NextAction{Tool: statusTool, Arguments: map[string]string{handleArg: op.Handle}}
+	query := &tools.NextAction{Tool: statusTool, Arguments: map[string]string{handleArg: op.Handle}}
 	switch op.State {
 	case operation.StateSucceeded:
-		return stateView{message: "committed and verified", next: &mcpserver.NextAction{Hint: "done; do not call again for this intent"}}
+		return stateView{message: "committed and verified", next: &tools.NextAction{Hint: "done; do not call again for this intent"}}
 	case operation.StateFailed:
 		query.Hint = "proven no effect; a new attempt needs a new operation_id"
-		return stateView{isError: true, code: codeOperationFailed, message: "failed without effect", retryAllowed: true, next: query}
+		return stateView{isError: true, code: tools.CodeOperationFailed, message: "failed without effect", retryAllowed: true, next: query}
 	case operation.StateEscalated:
 		query.Hint = "an operator must resolve this; do not retry"
-		return stateView{isError: true, code: codeOperationEscalated, message: "escalated: " + op.Escalation, next: query}
+		return stateView{isError: true, code: tools.CodeOperationEscalated, message: "escalated: " + op.Escalation, next: query}
 	default:
 		query.Hint = "outcome not yet known; query status, do not resend"
-		return stateView{isError: true, code: codeOperationUnknown,
+		return stateView{isError: true, code: tools.CodeOperationUnknown,
 			message: "accepted; outcome not yet known (" + string(op.Outcome) + "); the server reconciles it", next: query}
 	}
 }

@@ -7,17 +7,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentgate/intentgate/internal/mcpserver"
-	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/packet"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 const operationIDSchema = `{"type":"string","minLength":8,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$",
  "description":"Your key for this intent: choose it before the first attempt and reuse it on every retry."}`
-
-const nextActionSchema = `{"type":"object","additionalProperties":false,"properties":{
- "tool":{"type":"string"},"arguments":{"type":"object","additionalProperties":{"type":"string"}},"hint":{"type":"string"}}}`
 
 const statusEnum = `{"enum":["PENDING","SUCCEEDED","FAILED","UNKNOWN","RETRYABLE","ESCALATED"]}`
 
@@ -43,7 +40,7 @@ var reviewOutput = json.RawMessage(`{
   "outcome":` + outcomeEnum + `,
   "deduplicated":{"type":"boolean"},
   "retry_allowed":{"type":"boolean"},
-  "next_action":` + nextActionSchema + `,
+  "next_action":` + packet.NextActionSchema + `,
   "downstream_review_id":{"type":"string"},
   "effect_receipt":{"type":"string"},
   "code":{"type":"string"},
@@ -67,7 +64,7 @@ func (g *Gateway) riskTools() []mcpserver.Tool {
 		OutputSchema: reviewOutput,
 		Annotations: &mcp.ToolAnnotations{Title: "Request a risk review", DestructiveHint: ptr(false),
 			IdempotentHint: true, OpenWorldHint: ptr(true)},
-		Handler: g.requestRiskReview,
+		Handler: g.serve(g.requestRiskReview),
 	}, {
 		Name:         riskreview.ToolStatus,
 		Title:        "Risk review status",
@@ -75,56 +72,22 @@ func (g *Gateway) riskTools() []mcpserver.Tool {
 		InputSchema:  reviewStatusInput,
 		OutputSchema: reviewOutput,
 		Annotations:  &mcp.ToolAnnotations{Title: "Risk review status", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Handler:      g.riskReviewStatus,
+		Handler:      g.serve(g.riskReviewStatus),
 	}}
 }
 
 func ptr[T any](v T) *T { return &v }
 
-func (g *Gateway) requestRiskReview(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
-	release, overloaded := g.admit(ctx, rec)
-	if overloaded != nil {
-		return overloaded
-	}
-	defer release()
-
-	sub, err := g.cfg.Executor.Submit(ctx, g.cfg.Risk, c, call.Arguments, call.IdempotencyKey)
-	if sub.Operation.Handle == "" {
-		return g.failure(rec, err)
-	}
-	// A failed state write after dispatch leaves the operation PENDING; the
-	// caller still gets the handle and an honest status.
-	rec.PolicyDecision = obs.PolicyAllow
-	rec.withOperation(sub.Operation)
-	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
-	if err != nil && rec.ErrorClass == "" {
-		rec.ErrorClass = "store"
+func (g *Gateway) requestRiskReview(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
+	sub, res := g.submit(ctx, call, c, rec, g.cfg.Risk)
+	if res != nil {
+		return res
 	}
 	return g.renderReview(sub.Operation, sub.OperationID, sub.Deduplicated, rec)
 }
 
-func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
-	var args struct {
-		ReviewID string `json:"review_id"`
-	}
-	if err := json.Unmarshal(call.Arguments, &args); err != nil {
-		return g.failure(rec, tools.Fail(tools.CodeInvalidArgument, false, nil, "arguments: %v", err))
-	}
-	op, err := g.cfg.Executor.FindByHandle(ctx, c, args.ReviewID)
+func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
+	op, _, err := g.lookup(ctx, c, call.Arguments, "review_id")
 	if err == nil && op.Key.Tool != riskreview.ToolRequest {
 		err = tools.Fail(tools.CodeNotFound, false, nil, "no such review")
 	}
@@ -140,7 +103,7 @@ func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call) *mc
 func (g *Gateway) renderReview(op operation.Operation, operationID string, deduplicated bool, rec *callRecord) *mcp.CallToolResult {
 	v := viewOf(op, riskreview.ToolStatus, "review_id")
 	if v.isError {
-		rec.Code = v.code
+		rec.Code = string(v.code)
 	}
 	body := map[string]any{
 		"review_id": op.Handle, "operation_id": operationID, "status": string(op.State),

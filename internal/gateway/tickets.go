@@ -24,14 +24,14 @@ func (g *Gateway) ticketTools() []mcpserver.Tool {
 			"never invent a new one for the same intent. UNKNOWN means: call get_operation, do not resend.",
 		InputSchema: json.RawMessage(release.InputSchema), OutputSchema: json.RawMessage(release.OutputSchema),
 		Annotations: &mcp.ToolAnnotations{Title: "Create a deployment ticket", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
-		Handler:     g.createTicket,
+		Handler:     g.serve(g.createTicket),
 	}, {
 		Name:        release.ToolApprove,
 		Title:       "Approve a rollout",
 		Description: "Approve the rollout for a deployment ticket. Refused unless the ticket's creation is committed_and_verified.",
 		InputSchema: json.RawMessage(release.ApproveInputSchema), OutputSchema: json.RawMessage(release.ApproveOutputSchema),
 		Annotations: &mcp.ToolAnnotations{Title: "Approve a rollout", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		Handler:     g.approveRollout,
+		Handler:     g.serve(g.approveRollout),
 	}}
 }
 
@@ -43,43 +43,25 @@ func (g *Gateway) operationTools() []mcpserver.Tool {
 		Description: "The journal of a write operation: intended effect, state, outcome, attempts, timeouts, reconciliation evidence and receipt.",
 		InputSchema: json.RawMessage(release.GetOperationInputSchema), OutputSchema: json.RawMessage(packet.OutputSchema),
 		Annotations: &mcp.ToolAnnotations{Title: "Operation review packet", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Handler:     g.getOperation,
+		Handler:     g.serve(g.getOperation),
 	}, {
 		Name:        packet.ToolResolveOperation,
 		Title:       "Resolve an escalated operation",
 		Description: "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence.",
 		InputSchema: json.RawMessage(release.ResolveInputSchema), OutputSchema: json.RawMessage(release.ResolveOutputSchema),
 		Annotations: &mcp.ToolAnnotations{Title: "Resolve an escalated operation", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
-		Handler:     g.resolveOperation,
+		Handler:     g.serve(g.resolveOperation),
 	}}
 }
 
-func (g *Gateway) createTicket(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
-	done, overloaded := g.admit(ctx, rec)
-	if overloaded != nil {
-		return overloaded
-	}
-	defer done()
-	sub, err := g.cfg.Executor.Submit(ctx, g.cfg.Release, c, call.Arguments, call.IdempotencyKey)
-	if sub.Operation.Handle == "" {
-		return g.failure(rec, err)
-	}
-	rec.PolicyDecision = obs.PolicyAllow
-	rec.withOperation(sub.Operation)
-	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
-	if err != nil && rec.ErrorClass == "" {
-		rec.ErrorClass = "store"
+func (g *Gateway) createTicket(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
+	sub, res := g.submit(ctx, call, c, rec, g.cfg.Release)
+	if res != nil {
+		return res
 	}
 	isError := sub.Operation.State != operation.StateSucceeded
 	if isError {
-		rec.Code = viewOf(sub.Operation, packet.ToolGetOperation, "operation_id").code
+		rec.Code = string(viewOf(sub.Operation, packet.ToolGetOperation, "operation_id").code)
 	}
 	return mcpserver.Result(release.NewResult(c, sub), isError)
 }
@@ -100,14 +82,7 @@ func (g *Gateway) lookup(ctx context.Context, c tools.Caller, raw json.RawMessag
 	return op, args, err
 }
 
-func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
+func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, _, err := g.lookup(ctx, c, call.Arguments, "handle")
 	if err != nil {
 		return g.failure(rec, err)
@@ -116,14 +91,7 @@ func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call) *mcp.Ca
 	return mcpserver.Success(packet.Build(op))
 }
 
-func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
+func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, _, err := g.lookup(ctx, c, call.Arguments, "ticket_handle")
 	if err != nil {
 		return g.failure(rec, err)
@@ -138,14 +106,7 @@ func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call) *mcp.
 	return mcpserver.Success(approval)
 }
 
-func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call) *mcp.CallToolResult {
-	rec := g.begin(call)
-	defer g.finish(ctx, rec)
-	c, ok := caller(ctx)
-	if !ok {
-		return unauthenticated(rec)
-	}
-	rec.withCaller(c)
+func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, args, err := g.lookup(ctx, c, call.Arguments, "handle")
 	if err != nil {
 		return g.failure(rec, err)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 const (
@@ -94,7 +96,7 @@ func reviewTool(rec *recorder) Tool {
 			rec.record(ctx, call)
 			var args reviewArgs
 			if err := json.Unmarshal(call.Arguments, &args); err != nil {
-				return BusinessError(CodeInvalidArgument, err.Error(), false, nil)
+				return BusinessError(tools.CodeInvalidArgument, err.Error(), false, nil)
 			}
 			return Success(map[string]string{
 				"review_id":       "R-" + args.OrderID,

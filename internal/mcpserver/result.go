@@ -5,46 +5,24 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/tools"
 )
-
-// Code is the stable, machine-readable reason a tool call did not succeed.
-// Callers branch on it; messages are for humans and may change.
-type Code string
-
-// Business outcome codes carried in structuredContent.code of error results.
-const (
-	CodeUnauthenticated      Code = "UNAUTHENTICATED"
-	CodeInvalidArgument      Code = "INVALID_ARGUMENT"
-	CodeNotFound             Code = "NOT_FOUND"
-	CodeForbidden            Code = "FORBIDDEN"
-	CodeIdempotencyConflict  Code = "IDEMPOTENCY_CONFLICT"
-	CodeTemporaryUnavailable Code = "TEMPORARY_UNAVAILABLE"
-	CodeOverloaded           Code = "OVERLOADED"
-	CodeOperationUnknown     Code = "OPERATION_UNKNOWN"
-	CodePreconditionFailed   Code = "PRECONDITION_FAILED"
-)
-
-// NextAction tells the caller what to do next: which tool to call, with which
-// handle arguments (e.g. {"operation_id": "..."}), and a short hint.
-type NextAction struct {
-	Tool      string            `json:"tool,omitempty"`
-	Arguments map[string]string `json:"arguments,omitempty"`
-	Hint      string            `json:"hint,omitempty"`
-}
 
 // ErrorBody is the structuredContent of every error result built here.
+// Codes and next actions are the business vocabulary of internal/tools.
 type ErrorBody struct {
-	Code         Code        `json:"code"`
-	Message      string      `json:"message"`
-	RetryAllowed bool        `json:"retry_allowed"`
-	NextAction   *NextAction `json:"next_action,omitempty"`
+	Code         tools.Code        `json:"code"`
+	Message      string            `json:"message"`
+	RetryAllowed bool              `json:"retry_allowed"`
+	NextAction   *tools.NextAction `json:"next_action,omitempty"`
 }
 
 // BusinessError returns a tool result with isError true whose
 // structuredContent is {code, message, retry_allowed, next_action}. It is a
 // valid tool result, never a JSON-RPC error, so the model can read it and
 // decide whether to fix its arguments, wait, or query status.
-func BusinessError(code Code, message string, retryAllowed bool, next *NextAction) *mcp.CallToolResult {
+func BusinessError(code tools.Code, message string, retryAllowed bool, next *tools.NextAction) *mcp.CallToolResult {
 	return Result(ErrorBody{Code: code, Message: message, RetryAllowed: retryAllowed, NextAction: next}, true)
 }
 
@@ -65,10 +43,10 @@ func Result(structured any, isError bool) *mcp.CallToolResult {
 	data, err := json.Marshal(structured)
 	if err != nil {
 		data = mustMarshal(ErrorBody{
-			Code:         CodeOperationUnknown,
+			Code:         tools.CodeOperationUnknown,
 			Message:      fmt.Sprintf("the server could not encode the result (%v); the outcome of this call is unknown", err),
 			RetryAllowed: true,
-			NextAction:   &NextAction{Hint: "repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice"},
+			NextAction:   &tools.NextAction{Hint: "repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice"},
 		})
 		isError = true
 	}
@@ -94,7 +72,7 @@ const errorEnvelopeSchema = `{
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "code": {"type": "string", "enum": ["UNAUTHENTICATED", "INVALID_ARGUMENT", "NOT_FOUND", "FORBIDDEN", "IDEMPOTENCY_CONFLICT", "TEMPORARY_UNAVAILABLE", "OVERLOADED", "OPERATION_UNKNOWN", "PRECONDITION_FAILED"]},
+    "code": {"type": "string", "enum": ["UNAUTHENTICATED", "INVALID_ARGUMENT", "NOT_FOUND", "FORBIDDEN", "IDEMPOTENCY_CONFLICT", "TEMPORARY_UNAVAILABLE", "OVERLOADED", "PRECONDITION_FAILED", "OPERATION_UNKNOWN", "OPERATION_FAILED", "OPERATION_ESCALATED"]},
     "message": {"type": "string"},
     "retry_allowed": {"type": "boolean"},
     "next_action": {
@@ -104,7 +82,8 @@ const errorEnvelopeSchema = `{
         "tool": {"type": "string"},
         "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
         "hint": {"type": "string"}
-      }
+      },
+      "required": ["hint"]
     }
   },
   "required": ["code", "message", "retry_allowed"]

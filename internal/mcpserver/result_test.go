@@ -8,10 +8,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 func TestBusinessErrorCarriesTheEnvelopeAsStructuredContentAndText(t *testing.T) {
-	res := BusinessError(CodeIdempotencyConflict, "key reused with different arguments", false, &NextAction{
+	res := BusinessError(tools.CodeIdempotencyConflict, "key reused with different arguments", false, &tools.NextAction{
 		Tool:      "get_operation",
 		Arguments: map[string]string{"operation_id": "op-1"},
 		Hint:      "query the first operation",
@@ -30,7 +32,7 @@ func TestBusinessErrorCarriesTheEnvelopeAsStructuredContentAndText(t *testing.T)
 }
 
 func TestBusinessErrorWithoutNextActionOmitsIt(t *testing.T) {
-	data, err := json.Marshal(BusinessError(CodeOverloaded, "busy", true, nil).StructuredContent)
+	data, err := json.Marshal(BusinessError(tools.CodeOverloaded, "busy", true, nil).StructuredContent)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"code":"OVERLOADED","message":"busy","retry_allowed":true}`, string(data))
 }
@@ -53,13 +55,12 @@ func TestUnencodableResultBecomesOperationUnknown(t *testing.T) {
 	require.NoError(t, err)
 	var body ErrorBody
 	require.NoError(t, json.Unmarshal(data, &body))
-	assert.Equal(t, CodeOperationUnknown, body.Code)
+	assert.Equal(t, tools.CodeOperationUnknown, body.Code)
 }
 
 func TestEveryCodeIsInTheEnvelopeSchema(t *testing.T) {
 	envelope := mustSchema(t, string(ErrorEnvelopeSchema()))
-	for _, code := range []Code{CodeUnauthenticated, CodeInvalidArgument, CodeNotFound, CodeForbidden,
-		CodeIdempotencyConflict, CodeTemporaryUnavailable, CodeOverloaded, CodeOperationUnknown, CodePreconditionFailed} {
+	for _, code := range tools.AllCodes() {
 		data, err := json.Marshal(BusinessError(code, "m", false, nil).StructuredContent)
 		require.NoError(t, err)
 		_, err = envelope.validateJSON(data)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // Tool is one MCP tool: its contract (schemas, annotations) and its handler.
@@ -165,7 +167,7 @@ func requestHeader(req *mcp.CallToolRequest, info *requestInfo) http.Header {
 }
 
 func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
-	return BusinessError(CodeInvalidArgument, problem, false, &NextAction{
+	return BusinessError(tools.CodeInvalidArgument, problem, false, &tools.NextAction{
 		Tool: rt.tool.Name,
 		Hint: "nothing was executed; correct the arguments to match the tool's inputSchema and call again",
 	})
@@ -174,8 +176,8 @@ func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
 // outcomeUnknown answers a handler that failed without a result. It may
 // have caused an effect first, so the caller must not read this as failure.
 func (rt *registeredTool) outcomeUnknown() *mcp.CallToolResult {
-	return BusinessError(CodeOperationUnknown,
-		"the server failed while handling this call; its outcome is unknown", true, &NextAction{
+	return BusinessError(tools.CodeOperationUnknown,
+		"the server failed while handling this call; its outcome is unknown", true, &tools.NextAction{
 			Tool: rt.tool.Name,
 			Hint: "do not assume failure: repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice",
 		})

@@ -15,7 +15,19 @@ const (
 	CodeTemporaryUnavailable Code = "TEMPORARY_UNAVAILABLE"
 	CodeOverloaded           Code = "OVERLOADED"
 	CodePreconditionFailed   Code = "PRECONDITION_FAILED"
+	// An accepted operation that did not (yet) succeed: these come with the
+	// operation's handle and status, never instead of them.
+	CodeOperationUnknown   Code = "OPERATION_UNKNOWN"
+	CodeOperationFailed    Code = "OPERATION_FAILED"
+	CodeOperationEscalated Code = "OPERATION_ESCALATED"
 )
+
+// AllCodes lists every code, for schemas and exhaustive tests.
+func AllCodes() []Code {
+	return []Code{CodeUnauthenticated, CodeInvalidArgument, CodeNotFound, CodeForbidden, CodeIdempotencyConflict,
+		CodeTemporaryUnavailable, CodeOverloaded, CodePreconditionFailed, CodeOperationUnknown, CodeOperationFailed,
+		CodeOperationEscalated}
+}
 
 // NextAction tells the caller what to do next: which tool, with which handle.
 type NextAction struct {
