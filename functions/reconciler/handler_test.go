@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
@@ -35,18 +35,10 @@ func TestMain(m *testing.M) {
 // operation ids op-sample-0001..4 (their handles are derived from those).
 var sampleCaller = tools.Caller{ClientID: "support-assistant", UserID: "user-8c41e2", TenantID: "M1"}
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 type harness struct {
 	r     *reconciler
 	sim   *riskapi.Server
-	clock *clock
+	clock *testclock.Clock
 	st    *store.Store
 	out   *bytes.Buffer
 }
@@ -66,14 +58,12 @@ func newHarness(t *testing.T) harness {
 		"INTENTGATE_RISK_API_URL": server.URL, "INTENTGATE_RISK_API_KEY": "sim-key",
 		"INTENTGATE_DOWNSTREAM_TIMEOUT": "500ms", "INTENTGATE_OPERATOR": "risk-oncall",
 	}
-	c := &clock{now: time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC))
 	out := &bytes.Buffer{}
 	r, err := build(ctx, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, app.Options{Clock: c.Now, Out: out})
 	require.NoError(t, err)
-	st := r.app.Store
-	require.NoError(t, st.EnsureTable(ctx))
-	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
-	return harness{r: r, sim: sim, clock: c, st: st, out: out}
+	enginetest.EnsureTable(t, r.app.Store)
+	return harness{r: r, sim: sim, clock: c, st: r.app.Store, out: out}
 }
 
 // submit makes a first attempt for a sample operation id through the same
@@ -85,6 +75,16 @@ func (h harness) submit(t *testing.T, operationID, orderID string) operation.Ope
 	sub, err := h.r.app.Executor.Submit(context.Background(), h.r.app.Families[riskreview.ToolRequest], sampleCaller, args, "")
 	require.NoError(t, err)
 	return sub.Operation
+}
+
+// submitUnknown makes a first attempt whose response the simulator drops
+// after committing, so the operation is UNKNOWN.
+func (h harness) submitUnknown(t *testing.T, operationID, orderID string) operation.Operation {
+	t.Helper()
+	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	op := h.submit(t, operationID, orderID)
+	require.Equal(t, operation.StateUnknown, op.State)
+	return op
 }
 
 // sample reads an event from /events (another helper owns them), falling
@@ -111,12 +111,10 @@ func invokeStream(t *testing.T, h harness, payload json.RawMessage) events.Dynam
 
 func TestStreamUnknownSampleConvergesToSucceeded(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
-	op := h.submit(t, "op-sample-0001", "O20260728001")
-	require.Equal(t, operation.StateUnknown, op.State)
+	op := h.submitUnknown(t, "op-sample-0001", "O20260728001")
 	require.Equal(t, "op_7fgjusrq3vwpnnhehmy5e3gcwu", op.Handle, "the sample names this operation")
 
-	h.clock.Add(riskreview.DefaultRecovery().SettleWindow)
+	h.clock.Advance(riskreview.DefaultRecovery().SettleWindow)
 	resp := invokeStream(t, h, sample(t, "stream-unknown.json"))
 	assert.Empty(t, resp.BatchItemFailures)
 
@@ -158,10 +156,8 @@ func TestStreamRecordTheSDKCannotDecodeFailsAlone(t *testing.T) {
 
 func TestScheduledEventSweepsTheDueIndex(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
-	op := h.submit(t, "op-sample-0002", "O20260728002")
-	require.Equal(t, operation.StateUnknown, op.State)
-	h.clock.Add(time.Minute)
+	op := h.submitUnknown(t, "op-sample-0002", "O20260728002")
+	h.clock.Advance(time.Minute)
 
 	out, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
 	require.NoError(t, err)
@@ -206,10 +202,8 @@ func emfLines(t *testing.T, out *bytes.Buffer, name string) []map[string]any {
 
 func TestScheduledSweepEmitsTheOldestUnknownAgeUnderStage(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
-	op := h.submit(t, "op-sample-0003", "O20260728003")
-	require.Equal(t, operation.StateUnknown, op.State)
-	h.clock.Add(3 * time.Minute)
+	h.submitUnknown(t, "op-sample-0003", "O20260728003")
+	h.clock.Advance(3 * time.Minute)
 
 	_, err := h.r.handle(context.Background(), sample(t, "schedule.json"))
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/store"
 )
 
 // engine is the one engine this test binary runs against (set in TestMain).
@@ -23,43 +24,24 @@ func TestMain(m *testing.M) {
 	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
 }
 
-const gsi1 = "gsi1"
+// gsi1 is the store's sparse index on gsi1pk/gsi1sk.
+const gsi1 = store.DueIndex
 
 // tableReadyTimeout covers real DynamoDB creating a table with a GSI and a
 // stream; local engines are ready at once.
 const tableReadyTimeout = 5 * time.Minute
 
-// newTable creates a small table with the store's shape (pk hash key,
-// on-demand, NEW_AND_OLD_IMAGES stream, sparse GSI gsi1 on gsi1pk/gsi1sk
-// projecting ALL) and deletes it when the test ends.
+// newTable creates a small table with exactly the store's schema
+// (store.CreateTableInput: pk hash key, on-demand, NEW_AND_OLD_IMAGES
+// stream, sparse GSI on gsi1pk/gsi1sk projecting ALL) through the raw
+// client, and deletes it when the test ends.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	ctx := t.Context()
 	c, err := engine.Client(ctx)
 	require.NoError(t, err)
 	name := enginetest.TableName(t)
-	_, err = c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("gsi1pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("gsi1sk"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(gsi1),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String("gsi1pk"), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String("gsi1sk"), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		}},
-		StreamSpecification: &types.StreamSpecification{
-			StreamEnabled:  aws.Bool(true),
-			StreamViewType: types.StreamViewTypeNewAndOldImages,
-		},
-	})
+	_, err = c.CreateTable(ctx, store.CreateTableInput(name))
 	require.NoError(t, err, "create table %s", name)
 	t.Cleanup(func() {
 		_, err := c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})

@@ -3,13 +3,14 @@ package enginecontract
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 // racers is how many goroutines race one conditional put.
@@ -23,31 +24,15 @@ func TestConcurrentConditionalPutsHaveExactlyOneWinner(t *testing.T) {
 	ctx := t.Context()
 
 	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = c.PutItem(ctx, putIfAbsent(table,
-				item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(i))}, ""))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testsync.Race(racers, func(i int) {
+		_, errs[i] = c.PutItem(ctx, putIfAbsent(table,
+			item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(i))}, ""))
+	})
 
-	winner := -1
-	for i, err := range errs {
-		if err == nil {
-			require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
-			winner = i
-			continue
-		}
+	winner := soleWinner(t, errs, func(i int, err error) {
 		var ccf *types.ConditionalCheckFailedException
 		assert.True(t, errors.As(err, &ccf), "writer %d: want ConditionalCheckFailedException, got %v", i, err)
-	}
-	require.NotEqual(t, -1, winner, "no writer won")
+	})
 	assert.Equal(t, item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(winner))},
 		getItem(t, c, table, "intent#raced"), "the stored item is the winner's")
 }
@@ -65,35 +50,19 @@ func TestConcurrentConditionalTransactionsHaveExactlyOneWinner(t *testing.T) {
 	}
 
 	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-				txPutIfAbsent(table, item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(i))}, ""),
-				txPutIfAbsent(table, item{"pk": s(fmt.Sprintf("bk#%d", i))}, ""),
-			}})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testsync.Race(racers, func(i int) {
+		_, errs[i] = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			txPutIfAbsent(table, item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(i))}, ""),
+			txPutIfAbsent(table, item{"pk": s(fmt.Sprintf("bk#%d", i))}, ""),
+		}})
+	})
 
-	winner := -1
-	for i, err := range errs {
-		if err == nil {
-			require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
-			winner = i
-			continue
-		}
+	winner := soleWinner(t, errs, func(i int, err error) {
 		var tce *types.TransactionCanceledException
 		if assert.True(t, errors.As(err, &tce), "writer %d: want TransactionCanceledException, got %v", i, err) {
 			assert.Equal(t, []string{codeConditionalCheckFailed, codeNone}, reasonCodes(tce))
 		}
-	}
-	require.NotEqual(t, -1, winner, "no writer won")
+	})
 	assert.Equal(t, item{"pk": s("intent#raced"), "writer": s(fmt.Sprint(winner))}, getItem(t, c, table, "intent#raced"))
 	for i := range racers {
 		got := getItem(t, c, table, fmt.Sprintf("bk#%d", i))
@@ -103,4 +72,21 @@ func TestConcurrentConditionalTransactionsHaveExactlyOneWinner(t *testing.T) {
 			assert.Nil(t, got, "loser %d's second item written", i)
 		}
 	}
+}
+
+// soleWinner requires exactly one racer to have succeeded and returns its
+// index; checkLoser judges each failed racer's error.
+func soleWinner(t *testing.T, errs []error, checkLoser func(i int, err error)) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, winner, "writers %d and %d both won", winner, i)
+			winner = i
+			continue
+		}
+		checkLoser(i, err)
+	}
+	require.NotEqual(t, -1, winner, "no writer won")
+	return winner
 }

@@ -6,7 +6,8 @@
 //	INTENTGATE_ENGINE_KIND=dynamodb                      real DynamoDB with the ambient AWS credentials
 //
 // A test package starts one engine in TestMain with Main and gives each test
-// its own small table named by TableName.
+// its own small table named by TableName; NewStore is that table behind a
+// store, created and deleted for the test.
 package enginetest
 
 import (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,20 +17,27 @@ import (
 // These tests start their own moto engines (not Main's shared one) because
 // they check the process lifecycle itself.
 
-func TestStartedMotoAnswersAndStopLeavesNoProcess(t *testing.T) {
+// startOwnMoto starts a moto engine for this test alone, whatever engine
+// the environment names, with a client for it; stopped at cleanup.
+func startOwnMoto(t *testing.T) (*Engine, *dynamodb.Client) {
+	t.Helper()
 	t.Setenv(EnvEndpoint, "")
 	t.Setenv(EnvKind, "")
-	ctx := context.Background()
-
-	e, err := Start(ctx)
+	e, err := Start(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Stop() })
+	client, err := e.Client(context.Background())
+	require.NoError(t, err)
+	return e, client
+}
+
+func TestStartedMotoAnswersAndStopLeavesNoProcess(t *testing.T) {
+	ctx := context.Background()
+	e, client := startOwnMoto(t)
 	assert.Equal(t, KindMoto, e.Kind())
 	assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, e.Endpoint())
 	pid := e.proc.cmd.Process.Pid
 
-	client, err := e.Client(ctx)
-	require.NoError(t, err)
 	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	require.NoError(t, err)
 	assert.Empty(t, out.TableNames)
@@ -45,16 +53,10 @@ func TestStartedMotoAnswersAndStopLeavesNoProcess(t *testing.T) {
 }
 
 func TestResetDropsMotoTables(t *testing.T) {
-	t.Setenv(EnvEndpoint, "")
-	t.Setenv(EnvKind, "")
 	ctx := context.Background()
-	e, err := Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Stop() })
-	client, err := e.Client(ctx)
-	require.NoError(t, err)
+	e, client := startOwnMoto(t)
 
-	_, err = client.CreateTable(ctx, minimalTable(TableName(t)))
+	_, err := client.CreateTable(ctx, minimalTable(TableName(t)))
 	require.NoError(t, err)
 	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	require.NoError(t, err)
@@ -116,4 +118,24 @@ func TestTableNameIsValidAndUnique(t *testing.T) {
 		assert.Regexp(t, valid, name)
 		assert.LessOrEqual(t, len(name), 3+maxNameFromTest+1+8)
 	})
+}
+
+func TestNewStoreGivesAFreshTableDroppedAtCleanup(t *testing.T) {
+	ctx := context.Background()
+	e, client := startOwnMoto(t)
+
+	var a, b string
+	t.Run("two stores", func(t *testing.T) {
+		a, b = e.NewStore(t).Table(), e.NewStore(t).Table()
+		assert.NotEqual(t, a, b)
+		out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{a, b}, out.TableNames, "both tables exist and are active")
+		ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &a})
+		require.NoError(t, err)
+		assert.Equal(t, types.TimeToLiveStatusEnabled, ttl.TimeToLiveDescription.TimeToLiveStatus, "EnsureTable ran")
+	})
+	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	require.NoError(t, err)
+	assert.Empty(t, out.TableNames, "the subtest's cleanup deleted both tables")
 }

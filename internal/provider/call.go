@@ -162,6 +162,19 @@ func decodeSuccess(op string, resp response, v any) error {
 	return nil
 }
 
+// getJSON sends a GET to u and strictly decodes a 200 answer into v. Any
+// other status is a statusError, whose 404 gets the class notFound.
+func (e *endpoint) getJSON(ctx context.Context, op string, u *url.URL, notFound Class, v any) error {
+	resp, err := e.do(ctx, request{op: op, method: http.MethodGet, url: u})
+	if err != nil {
+		return err
+	}
+	if resp.status != http.StatusOK {
+		return statusError(op, resp, notFound)
+	}
+	return decodeSuccess(op, resp, v)
+}
+
 // mismatch reports a 2xx that does not describe what was asked for.
 func mismatch(op string, status int, format string, args ...any) *Error {
 	return &Error{Class: ClassUnknown, Op: op, StatusCode: status, Code: CodeResponseMismatch, Err: fmt.Errorf(format, args...)}

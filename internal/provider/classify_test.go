@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/provider/providertest"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 )
 
@@ -62,7 +63,7 @@ func TestCreateReviewClassification(t *testing.T) {
 				assert.False(t, got.Replayed)
 				return
 			}
-			perr := requireClass(t, tc.class, err)
+			perr := providertest.RequireClass(t, tc.class, err)
 			assert.Equal(t, provider.OpCreateReview, perr.Op)
 			assert.Equal(t, tc.status, perr.StatusCode)
 			assert.Equal(t, tc.code, perr.Code)
@@ -85,11 +86,11 @@ func TestCreateReviewReplayIs200WithTheSameReview(t *testing.T) {
 func TestConnectionRefusedIsNotDispatched(t *testing.T) {
 	url := closedPortURL(t)
 	_, err := riskClient(t, url, 2, time.Second).CreateReview(context.Background(), "op-1", review)
-	perr := requireClass(t, provider.ClassNotDispatched, err)
+	perr := providertest.RequireClass(t, provider.ClassNotDispatched, err)
 	assert.Zero(t, perr.StatusCode)
 
 	_, err = releaseClient(t, url, time.Second).CreateTicket(context.Background(), ticket)
-	requireClass(t, provider.ClassNotDispatched, err)
+	providertest.RequireClass(t, provider.ClassNotDispatched, err)
 }
 
 func TestContextAlreadyDoneIsNotDispatched(t *testing.T) {
@@ -97,7 +98,7 @@ func TestContextAlreadyDoneIsNotDispatched(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := riskClient(t, url, 2, time.Second).CreateReview(ctx, "op-1", review)
-	perr := requireClass(t, provider.ClassNotDispatched, err)
+	perr := providertest.RequireClass(t, provider.ClassNotDispatched, err)
 	assert.ErrorIs(t, perr, context.Canceled)
 	assert.Zero(t, sim.Stats().CreateCalls)
 }
@@ -119,11 +120,11 @@ func TestWaitingForAConnectionSlotAndTimingOutIsNotDispatched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := c.CreateReview(ctx, "op-queued", review)
-	requireClass(t, provider.ClassNotDispatched, err)
+	providertest.RequireClass(t, provider.ClassNotDispatched, err)
 	assert.Zero(t, sim.Stats().CreateCalls, "the queued create never reached the provider")
 
 	release()
-	requireClass(t, provider.ClassUnknown, <-held)
+	providertest.RequireClass(t, provider.ClassUnknown, <-held)
 }
 
 func TestDroppedResponseOnAReusedConnectionIsNotReplayed(t *testing.T) {
@@ -136,7 +137,7 @@ func TestDroppedResponseOnAReusedConnectionIsNotReplayed(t *testing.T) {
 	require.NoError(t, sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
 
 	_, err = c.CreateReview(context.Background(), "op-drop", review)
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, 2, sim.Stats().CreateCalls, "exactly one send per CreateReview")
 }
 
@@ -157,7 +158,7 @@ func TestServerBusyStatusesAreUnknownAndOtherRefusalsRejected(t *testing.T) {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			url, _ := fakeProvider(t, status, `{"error":"some_code","message":"m"}`)
 			_, err := riskClient(t, url, 2, time.Second).CreateReview(context.Background(), "op-1", review)
-			perr := requireClass(t, want, err)
+			perr := providertest.RequireClass(t, want, err)
 			assert.Equal(t, status, perr.StatusCode)
 		})
 	}
@@ -180,7 +181,7 @@ func TestSuccessThatDoesNotDescribeTheEffectIsUnknown(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url, _ := fakeProvider(t, http.StatusCreated, tc.body)
 			_, err := riskClient(t, url, 2, time.Second).CreateReview(context.Background(), "op-1", review)
-			perr := requireClass(t, provider.ClassUnknown, err)
+			perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 			assert.Equal(t, tc.code, perr.Code)
 		})
 	}
@@ -210,7 +211,7 @@ func TestInvalidInputIsRejectedWithoutDispatch(t *testing.T) {
 		"order no id":   func() error { _, err := c.GetOrder(context.Background(), " "); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
-			perr := requireClass(t, provider.ClassRejected, call())
+			perr := providertest.RequireClass(t, provider.ClassRejected, call())
 			assert.Equal(t, provider.CodeInvalidInput, perr.Code)
 		})
 	}
@@ -222,10 +223,10 @@ func TestReadsClassifyNotFound(t *testing.T) {
 	_, url := startRisk(t)
 	c := riskClient(t, url, 2, time.Second)
 	_, err := c.GetOrder(context.Background(), "O00000000000")
-	perr := requireClass(t, provider.ClassNotFound, err)
+	perr := providertest.RequireClass(t, provider.ClassNotFound, err)
 	assert.Equal(t, "order_not_found", perr.Code)
 	_, err = c.GetReview(context.Background(), "rv-404")
-	requireClass(t, provider.ClassNotFound, err)
+	providertest.RequireClass(t, provider.ClassNotFound, err)
 
 	_, found, err := c.FindReviewByRequestKey(context.Background(), "op-none")
 	require.NoError(t, err, "absence by request key is a successful, authoritative answer")
@@ -240,7 +241,7 @@ func TestLookupFailuresAreUnknown(t *testing.T) {
 	}}))
 	for range 2 {
 		_, found, err := c.FindReviewByRequestKey(context.Background(), "op-1")
-		requireClass(t, provider.ClassUnknown, err)
+		providertest.RequireClass(t, provider.ClassUnknown, err)
 		assert.False(t, found)
 	}
 }
@@ -249,7 +250,7 @@ func TestLookupWithSeveralMatchesIsAnIncident(t *testing.T) {
 	one := `{"review_id":"rv-%d","order_id":"O1","review_type":"fraud","request_key":"op-1","status":"OPEN","created_at":"2026-07-28T10:31:12Z"}`
 	url, _ := fakeProvider(t, http.StatusOK, `{"reviews":[`+fmt.Sprintf(one, 1)+`,`+fmt.Sprintf(one, 2)+`]}`)
 	_, _, err := riskClient(t, url, 2, time.Second).FindReviewByRequestKey(context.Background(), "op-1")
-	perr := requireClass(t, provider.ClassUnknown, err)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, provider.CodeMultipleMatches, perr.Code)
 	assert.ErrorIs(t, err, provider.ErrMultipleMatches)
 }
@@ -257,7 +258,7 @@ func TestLookupWithSeveralMatchesIsAnIncident(t *testing.T) {
 func TestLookupWithoutTheReviewsFieldIsUnknown(t *testing.T) {
 	url, _ := fakeProvider(t, http.StatusOK, `{}`)
 	_, _, err := riskClient(t, url, 2, time.Second).FindReviewByRequestKey(context.Background(), "op-1")
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 }
 
 func TestClassOf(t *testing.T) {

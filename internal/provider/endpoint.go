@@ -12,15 +12,25 @@ import (
 // MaxResponseBytes bounds what a client reads from one response.
 const MaxResponseBytes = 1 << 20
 
-// endpointConfig is what RiskConfig and ReleaseConfig have in common.
-type endpointConfig struct {
-	BaseURL    string
-	APIKey     string
-	MaxConns   int
-	Timeout    time.Duration
+// ClientConfig is what configures a provider client; RiskConfig and
+// ReleaseConfig are this type under their own names.
+type ClientConfig struct {
+	// BaseURL is the provider's root, e.g. http://127.0.0.1:8081.
+	BaseURL string
+	// APIKey is this service's own key, sent as X-Api-Key.
+	APIKey string
+	// MaxConns caps connections, and so concurrent calls, to the provider
+	// (Transport.MaxConnsPerHost). Required unless HTTPClient is set, in
+	// which case it must be 0 and the caller's transport owns the cap.
+	MaxConns int
+	// Timeout bounds each call; the effective deadline is the earlier of
+	// this and the context's.
+	Timeout time.Duration
+	// HTTPClient replaces the default client (e.g. an X-Ray instrumented
+	// one). It is copied; redirects and cookies are disabled on the copy.
 	HTTPClient *http.Client
-	// WrapTransport, when set, wraps the client's own capped transport
-	// (e.g. with X-Ray) so that MaxConns still applies.
+	// WrapTransport wraps the client's own MaxConns-capped transport, e.g.
+	// xray.RoundTripper; the cap still applies. Not with HTTPClient.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
@@ -33,7 +43,7 @@ type endpoint struct {
 	client  *http.Client
 }
 
-func newEndpoint(name string, cfg endpointConfig) (*endpoint, error) {
+func newEndpoint(name string, cfg ClientConfig) (*endpoint, error) {
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("%s: parse BaseURL: %w", name, err)

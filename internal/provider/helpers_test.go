@@ -89,12 +89,3 @@ func fakeProvider(t *testing.T, status int, body string) (string, *headerRecorde
 	t.Cleanup(server.Close)
 	return server.URL, rec
 }
-
-func requireClass(t *testing.T, want provider.Class, err error) *provider.Error {
-	t.Helper()
-	require.Error(t, err)
-	var perr *provider.Error
-	require.ErrorAs(t, err, &perr)
-	require.Equal(t, want, perr.Class, "error: %v", err)
-	return perr
-}

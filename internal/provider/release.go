@@ -14,15 +14,8 @@ const (
 	OpSearchTickets = "release.search_tickets"
 )
 
-// ReleaseConfig configures a ReleaseClient; fields as in RiskConfig.
-type ReleaseConfig struct {
-	BaseURL       string
-	APIKey        string
-	MaxConns      int
-	Timeout       time.Duration
-	HTTPClient    *http.Client
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-}
+// ReleaseConfig configures a ReleaseClient; see ClientConfig for the fields.
+type ReleaseConfig ClientConfig
 
 // TicketTarget is a deployment ticket's intended effect, and its
 // uniqueness: one ticket per service, commit and environment.
@@ -92,7 +85,7 @@ type ReleaseClient struct {
 
 // NewReleaseClient validates cfg and builds a client.
 func NewReleaseClient(cfg ReleaseConfig) (*ReleaseClient, error) {
-	ep, err := newEndpoint("release client", endpointConfig(cfg))
+	ep, err := newEndpoint("release client", ClientConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -174,19 +167,12 @@ func (c *ReleaseClient) GetTicket(ctx context.Context, ticketID string) (Ticket,
 	if err := pathID(op, "ticket_id", ticketID); err != nil {
 		return Ticket{}, err
 	}
-	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(nil, "tickets", ticketID)})
-	if err != nil {
-		return Ticket{}, err
-	}
-	if resp.status != http.StatusOK {
-		return Ticket{}, statusError(op, resp, ClassNotFound)
-	}
 	var w ticketWire
-	if err := decodeSuccess(op, resp, &w); err != nil {
+	if err := c.endpoint.getJSON(ctx, op, c.endpoint.url(nil, "tickets", ticketID), ClassNotFound, &w); err != nil {
 		return Ticket{}, err
 	}
 	if !w.complete() || w.TicketID != ticketID {
-		return Ticket{}, mismatch(op, resp.status, "response is not ticket %s", ticketID)
+		return Ticket{}, mismatch(op, http.StatusOK, "response is not ticket %s", ticketID)
 	}
 	return w.ticket(), nil
 }
@@ -200,30 +186,23 @@ func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) 
 	if err := validTarget(op, target); err != nil {
 		return SearchResult{}, err
 	}
-	query := url.Values{"service": {target.Service}, "commit": {target.Commit}, "environment": {target.Environment}}
-	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(query, "tickets")})
-	if err != nil {
-		return SearchResult{}, err
-	}
-	if resp.status != http.StatusOK {
-		// A 404 on a search is a missing route, not an absence: inconclusive.
-		return SearchResult{}, statusError(op, resp, ClassUnknown)
-	}
 	var body struct {
 		Tickets        *[]ticketWire `json:"tickets"`
 		IndexedThrough time.Time     `json:"indexed_through"`
 		Complete       *bool         `json:"complete"`
 	}
-	if err := decodeSuccess(op, resp, &body); err != nil {
+	// A 404 on a search is a missing route, not an absence: inconclusive.
+	query := url.Values{"service": {target.Service}, "commit": {target.Commit}, "environment": {target.Environment}}
+	if err := c.endpoint.getJSON(ctx, op, c.endpoint.url(query, "tickets"), ClassUnknown, &body); err != nil {
 		return SearchResult{}, err
 	}
 	if body.Tickets == nil || body.Complete == nil || body.IndexedThrough.IsZero() {
-		return SearchResult{}, mismatch(op, resp.status, "search answer lacks tickets, complete or indexed_through")
+		return SearchResult{}, mismatch(op, http.StatusOK, "search answer lacks tickets, complete or indexed_through")
 	}
 	result := SearchResult{Tickets: []Ticket{}, Complete: *body.Complete, IndexedThrough: body.IndexedThrough}
 	for _, w := range *body.Tickets {
 		if !w.complete() {
-			return SearchResult{}, mismatch(op, resp.status, "ticket is missing required fields")
+			return SearchResult{}, mismatch(op, http.StatusOK, "ticket is missing required fields")
 		}
 		if w.ticket().Target() == target {
 			result.Tickets = append(result.Tickets, w.ticket())

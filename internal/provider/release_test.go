@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/provider/providertest"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 )
 
@@ -28,7 +29,7 @@ func TestReleaseCreateAndReads(t *testing.T) {
 	assert.Equal(t, created, got)
 
 	_, err = c.GetTicket(context.Background(), "ticket-0")
-	perr := requireClass(t, provider.ClassNotFound, err)
+	perr := providertest.RequireClass(t, provider.ClassNotFound, err)
 	assert.Equal(t, "ticket_not_found", perr.Code)
 
 	result, err := c.SearchTickets(context.Background(), ticket.Target())
@@ -46,7 +47,7 @@ func TestReleaseCreateFaultsAreUnknown(t *testing.T) {
 			sim, url := startRelease(t)
 			require.NoError(t, sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: mode, Times: 1}}}))
 			_, err := releaseClient(t, url, 100*time.Millisecond).CreateTicket(context.Background(), ticket)
-			requireClass(t, provider.ClassUnknown, err)
+			providertest.RequireClass(t, provider.ClassUnknown, err)
 		})
 	}
 }
@@ -73,7 +74,7 @@ func TestSearchWithoutWatermarkOrCompletenessIsUnknown(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url, _ := fakeProvider(t, http.StatusOK, body)
 			_, err := releaseClient(t, url, time.Second).SearchTickets(context.Background(), ticket.Target())
-			perr := requireClass(t, provider.ClassUnknown, err)
+			perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 			assert.Equal(t, provider.CodeResponseMismatch, perr.Code)
 		})
 	}
@@ -90,17 +91,17 @@ func TestTicketResponseForAnotherTargetIsUnknown(t *testing.T) {
 	body := `{"ticket_id":"ticket-1","service":"payments-api","commit":"0000000","environment":"production-eu","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}`
 	url, _ := fakeProvider(t, http.StatusCreated, body)
 	_, err := releaseClient(t, url, time.Second).CreateTicket(context.Background(), ticket)
-	perr := requireClass(t, provider.ClassUnknown, err)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, provider.CodeResponseMismatch, perr.Code)
 }
 
 func TestTicketPathIsEscaped(t *testing.T) {
 	_, url := startRelease(t)
 	_, err := releaseClient(t, url, time.Second).GetTicket(context.Background(), "../_sim/stats")
-	perr := requireClass(t, provider.ClassNotFound, err)
+	perr := providertest.RequireClass(t, provider.ClassNotFound, err)
 	assert.Equal(t, "ticket_not_found", perr.Code, "the id stays one path segment")
 
 	_, err = releaseClient(t, url, time.Second).GetTicket(context.Background(), "..")
-	perr = requireClass(t, provider.ClassRejected, err)
+	perr = providertest.RequireClass(t, provider.ClassRejected, err)
 	assert.Equal(t, provider.CodeInvalidInput, perr.Code)
 }

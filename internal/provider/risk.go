@@ -16,26 +16,8 @@ const (
 	OpGetOrder               = "risk.get_order"
 )
 
-// RiskConfig configures a RiskClient.
-type RiskConfig struct {
-	// BaseURL is the Risk API root, e.g. http://127.0.0.1:8081.
-	BaseURL string
-	// APIKey is this service's own key, sent as X-Api-Key.
-	APIKey string
-	// MaxConns caps connections, and so concurrent calls, to the Risk API
-	// (Transport.MaxConnsPerHost). Required unless HTTPClient is set, in
-	// which case it must be 0 and the caller's transport owns the cap.
-	MaxConns int
-	// Timeout bounds each call; the effective deadline is the earlier of
-	// this and the context's.
-	Timeout time.Duration
-	// HTTPClient replaces the default client (e.g. an X-Ray instrumented
-	// one). It is copied; redirects and cookies are disabled on the copy.
-	HTTPClient *http.Client
-	// WrapTransport wraps the client's own MaxConns-capped transport, e.g.
-	// xray.RoundTripper; the cap still applies. Not with HTTPClient.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-}
+// RiskConfig configures a RiskClient; see ClientConfig for the fields.
+type RiskConfig ClientConfig
 
 // CreateReviewInput is what a review is created from.
 type CreateReviewInput struct {
@@ -70,7 +52,7 @@ type RiskClient struct {
 
 // NewRiskClient validates cfg and builds a client.
 func NewRiskClient(cfg RiskConfig) (*RiskClient, error) {
-	ep, err := newEndpoint("risk client", endpointConfig(cfg))
+	ep, err := newEndpoint("risk client", ClientConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -147,31 +129,21 @@ func (c *RiskClient) FindReviewByRequestKey(ctx context.Context, requestKey stri
 	if !validRequestKey(requestKey) {
 		return Review{}, false, invalidInput(op, "request key must be 1-255 visible ASCII characters")
 	}
-	resp, err := c.endpoint.do(ctx, request{
-		op:     op,
-		method: http.MethodGet,
-		url:    c.endpoint.url(url.Values{"request_key": {requestKey}}, "reviews"),
-	})
-	if err != nil {
-		return Review{}, false, err
-	}
-	if resp.status != http.StatusOK {
-		// A 404 here is a missing route, not an absent review: inconclusive.
-		return Review{}, false, statusError(op, resp, ClassUnknown)
-	}
 	var body struct {
 		Reviews *[]reviewWire `json:"reviews"`
 	}
-	if err := decodeSuccess(op, resp, &body); err != nil {
+	// A 404 here is a missing route, not an absent review: inconclusive.
+	query := url.Values{"request_key": {requestKey}}
+	if err := c.endpoint.getJSON(ctx, op, c.endpoint.url(query, "reviews"), ClassUnknown, &body); err != nil {
 		return Review{}, false, err
 	}
 	if body.Reviews == nil {
-		return Review{}, false, mismatch(op, resp.status, "reviews field is missing")
+		return Review{}, false, mismatch(op, http.StatusOK, "reviews field is missing")
 	}
 	var matches []reviewWire
 	for _, w := range *body.Reviews {
 		if !w.complete() {
-			return Review{}, false, mismatch(op, resp.status, "review is missing required fields")
+			return Review{}, false, mismatch(op, http.StatusOK, "review is missing required fields")
 		}
 		if w.RequestKey == requestKey {
 			matches = append(matches, w)
@@ -183,7 +155,7 @@ func (c *RiskClient) FindReviewByRequestKey(ctx context.Context, requestKey stri
 	case 1:
 		return matches[0].review(false), true, nil
 	default:
-		return Review{}, false, &Error{Class: ClassUnknown, Op: op, StatusCode: resp.status, Code: CodeMultipleMatches,
+		return Review{}, false, &Error{Class: ClassUnknown, Op: op, StatusCode: http.StatusOK, Code: CodeMultipleMatches,
 			Err: fmt.Errorf("%d reviews for one request key: %w", len(matches), ErrMultipleMatches)}
 	}
 }
@@ -194,19 +166,12 @@ func (c *RiskClient) GetReview(ctx context.Context, reviewID string) (Review, er
 	if err := pathID(op, "review_id", reviewID); err != nil {
 		return Review{}, err
 	}
-	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(nil, "reviews", reviewID)})
-	if err != nil {
-		return Review{}, err
-	}
-	if resp.status != http.StatusOK {
-		return Review{}, statusError(op, resp, ClassNotFound)
-	}
 	var w reviewWire
-	if err := decodeSuccess(op, resp, &w); err != nil {
+	if err := c.endpoint.getJSON(ctx, op, c.endpoint.url(nil, "reviews", reviewID), ClassNotFound, &w); err != nil {
 		return Review{}, err
 	}
 	if !w.complete() || w.ReviewID != reviewID {
-		return Review{}, mismatch(op, resp.status, "response is not review %s", reviewID)
+		return Review{}, mismatch(op, http.StatusOK, "response is not review %s", reviewID)
 	}
 	return w.review(false), nil
 }
@@ -217,22 +182,15 @@ func (c *RiskClient) GetOrder(ctx context.Context, orderID string) (Order, error
 	if err := pathID(op, "order_id", orderID); err != nil {
 		return Order{}, err
 	}
-	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodGet, url: c.endpoint.url(nil, "orders", orderID)})
-	if err != nil {
-		return Order{}, err
-	}
-	if resp.status != http.StatusOK {
-		return Order{}, statusError(op, resp, ClassNotFound)
-	}
 	var w struct {
 		OrderID    string `json:"order_id"`
 		MerchantID string `json:"merchant_id"`
 	}
-	if err := decodeSuccess(op, resp, &w); err != nil {
+	if err := c.endpoint.getJSON(ctx, op, c.endpoint.url(nil, "orders", orderID), ClassNotFound, &w); err != nil {
 		return Order{}, err
 	}
 	if w.OrderID != orderID || w.MerchantID == "" {
-		return Order{}, mismatch(op, resp.status, "response is not order %s with a merchant", orderID)
+		return Order{}, mismatch(op, http.StatusOK, "response is not order %s with a merchant", orderID)
 	}
 	return Order{OrderID: w.OrderID, MerchantID: w.MerchantID}, nil
 }

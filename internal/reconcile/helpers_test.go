@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,8 @@ import (
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testclock"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
@@ -43,25 +44,6 @@ const (
 
 // caller owns orders O20260728001-050 (merchant M1 in the simulator).
 var caller = tools.Caller{ClientID: "support-assistant", UserID: "alice", TenantID: "M1"}
-
-// fakeClock is the executor's and so the reconciler's clock: settle
-// windows, leases and backoffs pass without sleeping.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // keyLog records the Idempotency-Key of every create the simulator saw.
 type keyLog struct {
@@ -86,25 +68,14 @@ func (k *keyLog) all() []string {
 	return append([]string(nil), k.keys...)
 }
 
-// syncBuffer lets several auditors share one buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+// auditLog lets several auditors share one buffer.
+type auditLog struct{ testsync.Buffer }
 
 // records decodes the audit lines of one kind.
-func (b *syncBuffer) records(t *testing.T, kind string) []map[string]any {
+func (b *auditLog) records(t *testing.T, kind string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -118,7 +89,9 @@ func (b *syncBuffer) records(t *testing.T, kind string) []map[string]any {
 }
 
 type fixture struct {
-	clock  *fakeClock
+	// clock is the executor's and so the reconciler's clock: settle
+	// windows, leases and backoffs pass without sleeping.
+	clock  *testclock.Clock
 	st     *store.Store
 	db     *dynamodb.Client
 	table  string
@@ -126,7 +99,7 @@ type fixture struct {
 	keys   *keyLog
 	family *riskreview.Family
 	exec   *tools.Executor
-	audit  *syncBuffer
+	audit  *auditLog
 }
 
 type fixtureOptions struct {
@@ -142,14 +115,9 @@ func newFixture(t *testing.T, opts ...func(*fixtureOptions)) fixture {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ctx := context.Background()
-	db, err := engine.Client(ctx)
+	st := engine.NewStore(t)
+	db, err := engine.Client(context.Background())
 	require.NoError(t, err)
-	table := enginetest.TableName(t)
-	st, err := store.New(db, store.Config{Table: table})
-	require.NoError(t, err)
-	require.NoError(t, st.EnsureTable(ctx))
-	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
 
 	sim := riskapi.New(riskapi.Config{APIKey: simKey, HoldLimit: 5 * time.Second})
 	keys := &keyLog{}
@@ -160,7 +128,7 @@ func newFixture(t *testing.T, opts ...func(*fixtureOptions)) fixture {
 	})
 	require.NoError(t, err)
 
-	clock := &fakeClock{now: t0}
+	clock := testclock.New(t0)
 	exec, err := tools.NewExecutor(tools.ExecutorConfig{
 		Store: st,
 		Budget: admission.BudgetConfig{
@@ -170,8 +138,8 @@ func newFixture(t *testing.T, opts ...func(*fixtureOptions)) fixture {
 	})
 	require.NoError(t, err)
 	return fixture{
-		clock: clock, st: st, db: db, table: table, sim: sim, keys: keys,
-		family: riskreview.New(client, o.recovery), exec: exec, audit: &syncBuffer{},
+		clock: clock, st: st, db: db, table: st.Table(), sim: sim, keys: keys,
+		family: riskreview.New(client, o.recovery), exec: exec, audit: &auditLog{},
 	}
 }
 
@@ -216,6 +184,16 @@ func (f fixture) submit(t *testing.T, operationID, orderID string) operation.Ope
 		require.ErrorAs(t, err, &fail, "submit: %v", err)
 	}
 	return sub.Operation
+}
+
+// submitUnknown runs a first attempt that one create fault of mode leaves
+// UNKNOWN.
+func (f fixture) submitUnknown(t *testing.T, mode riskapi.CreateMode, operationID, orderID string) operation.Operation {
+	t.Helper()
+	f.faults(t, riskapi.Faults{Create: []riskapi.CreateFault{{Mode: mode, Times: 1}}})
+	op := f.submit(t, operationID, orderID)
+	require.Equal(t, operation.StateUnknown, op.State)
+	return op
 }
 
 func (f fixture) get(t *testing.T, handle string) operation.Operation {

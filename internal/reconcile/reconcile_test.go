@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -21,10 +21,7 @@ func TestDroppedResponseAfterCommitConvergesToSucceededWithReceipt(t *testing.T)
 	f := newFixture(t)
 	svc := f.service(t)
 	ctx := context.Background()
-	f.faults(t, riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}})
-
-	op := f.submit(t, "op-dropped-0001", orderID(1))
-	require.Equal(t, operation.StateUnknown, op.State)
+	op := f.submitUnknown(t, riskapi.CreateDropResponseAfterCommit, "op-dropped-0001", orderID(1))
 
 	res, err := svc.Reconcile(ctx, op)
 	require.NoError(t, err)
@@ -62,10 +59,7 @@ const riskreviewSettle = 2 * time.Second // riskreview.DefaultRecovery().SettleW
 func TestProvenAbsenceThenEightReconcilersClaimExactlyOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.faults(t, riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}})
-
-	op := f.submit(t, "op-absent-0001", orderID(2))
-	require.Equal(t, operation.StateUnknown, op.State)
+	op := f.submitUnknown(t, riskapi.CreateTimeoutBeforeCommit, "op-absent-0001", orderID(2))
 
 	f.clock.Advance(riskreviewSettle)
 	res, err := f.service(t).Reconcile(ctx, f.get(t, op.Handle))
@@ -89,18 +83,7 @@ func TestProvenAbsenceThenEightReconcilersClaimExactlyOnce(t *testing.T) {
 	}
 	results := make([]reconcile.Result, workers)
 	errs := make([]error, workers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = services[i].Reconcile(ctx, retryable)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testsync.Race(workers, func(i int) { results[i], errs[i] = services[i].Reconcile(ctx, retryable) })
 
 	won, lost := 0, 0
 	for i, r := range results {
@@ -150,10 +133,7 @@ func TestDispatcherDiesAfterClaimSweepExpiresLeaseAndProbeFindsTheEffect(t *test
 	f := newFixture(t)
 	svc := f.service(t)
 	ctx := context.Background()
-	f.faults(t, riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateError500BeforeCommit, Times: 1}}})
-
-	op := f.submit(t, "op-diedafter-01", orderID(3))
-	require.Equal(t, operation.StateUnknown, op.State)
+	op := f.submitUnknown(t, riskapi.CreateError500BeforeCommit, "op-diedafter-01", orderID(3))
 	f.clock.Advance(riskreviewSettle)
 	_, err := svc.Reconcile(ctx, f.get(t, op.Handle))
 	require.NoError(t, err)

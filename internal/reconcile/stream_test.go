@@ -34,9 +34,7 @@ func TestStreamBatchReportsOnlyThePoisonedRecord(t *testing.T) {
 	f := newFixture(t)
 	svc := f.service(t)
 	ctx := context.Background()
-	f.faults(t, riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}})
-	unknown := f.submit(t, "op-stream-00001", orderID(7))
-	require.Equal(t, operation.StateUnknown, unknown.State)
+	unknown := f.submitUnknown(t, riskapi.CreateDropResponseAfterCommit, "op-stream-00001", orderID(7))
 
 	// Fresh from the executor, the UNKNOWN is not due before its settle
 	// window: skipped, not failed.

@@ -12,6 +12,7 @@ import (
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/tools/packet"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
@@ -23,7 +24,7 @@ const searchLag = 3 * time.Second
 
 type ticketRig struct {
 	harness
-	clock      *testClock
+	clock      *testclock.Clock
 	reconciler *reconcile.Service
 	deployer   *mcp.ClientSession
 }

@@ -1,12 +1,10 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,8 @@ import (
 
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/testclock"
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 var engine *enginetest.Engine
@@ -28,27 +28,9 @@ const (
 	protocolOld = "2025-11-25"
 )
 
-// lockedBuffer collects the replicas' audit output across goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type harness struct {
 	*stack.Stack
-	out *lockedBuffer
+	out *testsync.Buffer // the replicas' audit output
 }
 
 // startStack runs replicas MCP servers on one fresh table of the shared
@@ -74,7 +56,7 @@ func startStackWith(t *testing.T, replicas int, env map[string]string, extra sta
 	for k, v := range env {
 		merged[k] = v
 	}
-	out := &lockedBuffer{}
+	out := &testsync.Buffer{}
 	s, err := stack.Start(ctx, stack.Config{
 		EngineEndpoint: engine.Endpoint(), Table: enginetest.TableName(t), MCPAddrs: addrs,
 		ResourceURL: "https://intentgate.test/mcp", Env: merged, Out: out,
@@ -144,15 +126,10 @@ func testContext(t *testing.T) context.Context {
 // call runs a tool and decodes its structured content.
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
-	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: tool, Arguments: args})
-	require.NoError(t, err)
-	raw, err := json.Marshal(res.StructuredContent)
-	require.NoError(t, err)
-	var body map[string]any
-	require.NoError(t, json.Unmarshal(raw, &body))
-	return body, res.IsError
+	return callCtx(t, testContext(t), cs, tool, args)
 }
 
+// callCtx is call under the caller's context.
 func callCtx(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -164,23 +141,6 @@ func callCtx(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool stri
 	return body, res.IsError
 }
 
-// testClock is a settable clock shared by the replicas, the reconciler and
-// the simulators, so settle windows and backoffs pass without sleeping.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.Now().UTC()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newTestClock is a settable clock shared by the replicas, the reconciler
+// and the simulators, so settle windows and backoffs pass without sleeping.
+func newTestClock() *testclock.Clock { return testclock.New(time.Now().UTC()) }

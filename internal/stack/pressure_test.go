@@ -2,13 +2,14 @@ package stack_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -23,20 +24,14 @@ func TestExhaustedSlotsAndQueueAnswerOverloaded(t *testing.T) {
 	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{LatencyMS: 300}))
 	tok := h.token(t, "ALICE")
 
-	var wg sync.WaitGroup
-	results := make([]map[string]any, callers)
-	start := make(chan struct{})
-	for i := range callers {
-		cs := connect(t, h.MCPURLs[0], tok, protocolNew)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], _ = call(t, cs, riskreview.ToolRequest, reviewArgs(fmt.Sprintf("O202607280%02d", 20+i), "burst", ""))
-		}()
+	sessions := make([]*mcp.ClientSession, callers)
+	for i := range sessions {
+		sessions[i] = connect(t, h.MCPURLs[0], tok, protocolNew)
 	}
-	close(start)
-	wg.Wait()
+	results := make([]map[string]any, callers)
+	testsync.Race(callers, func(i int) {
+		results[i], _ = call(t, sessions[i], riskreview.ToolRequest, reviewArgs(fmt.Sprintf("O202607280%02d", 20+i), "burst", ""))
+	})
 
 	overloaded, succeeded := 0, 0
 	for _, r := range results {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -35,15 +35,9 @@ func TestTwoReplicasSameOperationIDCreateOnce(t *testing.T) {
 	tok := h.token(t, "ALICE")
 	sessions := []*mcp.ClientSession{connect(t, h.MCPURLs[0], tok, protocolNew), connect(t, h.MCPURLs[1], tok, protocolOld)}
 	results := make([]map[string]any, 2)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], _ = call(t, sessions[i], riskreview.ToolRequest, reviewArgs("O20260728001", "chargeback pattern", "op-replicas-0001"))
-		}()
-	}
-	wg.Wait()
+	testsync.Race(len(sessions), func(i int) {
+		results[i], _ = call(t, sessions[i], riskreview.ToolRequest, reviewArgs("O20260728001", "chargeback pattern", "op-replicas-0001"))
+	})
 	require.NotEmpty(t, results[0]["review_id"])
 	assert.Equal(t, results[0]["review_id"], results[1]["review_id"], "both callers get the same review")
 	st := h.Risk.Stats()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 var engine *enginetest.Engine
@@ -37,15 +37,20 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	ctx := context.Background()
+	st := engine.NewStore(t)
+	require.NoError(t, st.EnsureTable(ctx), "EnsureTable must be idempotent")
 	db, err := engine.Client(ctx)
 	require.NoError(t, err)
-	table := enginetest.TableName(t)
-	st, err := store.New(db, store.Config{Table: table})
+	return fixture{st: st, db: db, table: st.Table()}
+}
+
+// insert stores a new operation and requires it to be the first of its
+// keys.
+func (f fixture) insert(t *testing.T, op operation.Operation) {
+	t.Helper()
+	res, err := f.st.InsertIfAbsent(context.Background(), op)
 	require.NoError(t, err)
-	require.NoError(t, st.EnsureTable(ctx))
-	require.NoError(t, st.EnsureTable(ctx), "EnsureTable must be idempotent")
-	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
-	return fixture{st: st, db: db, table: table}
+	require.Equal(t, store.Inserted, res.Kind)
 }
 
 func newOp(t *testing.T, client, opID, businessKey, reason string) operation.Operation {
@@ -106,21 +111,13 @@ func TestSameBusinessKeyFrom64RequestKeysInsertsExactlyOne(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	const n = 64
+	ops := make([]operation.Operation, n)
+	for i := range n {
+		ops[i] = newOp(t, "client-a", fmt.Sprintf("op-race-%04d", i), "risk_review|O20260728001|standard|g1", "chargeback")
+	}
 	results := make([]store.InsertResult, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		op := newOp(t, "client-a", fmt.Sprintf("op-race-%04d", i), "risk_review|O20260728001|standard|g1", "chargeback")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = f.st.InsertIfAbsent(ctx, op)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testsync.Race(n, func(i int) { results[i], errs[i] = f.st.InsertIfAbsent(ctx, ops[i]) })
 
 	var winner string
 	kinds := map[store.InsertKind]int{}
@@ -142,23 +139,13 @@ func Test64RacersOnOneTransitionExactlyOneWins(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|race", "r")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	f.insert(t, op)
 
 	const n = 64
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), Actor: fmt.Sprint(i)})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	testsync.Race(n, func(i int) {
+		_, errs[i] = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), Actor: fmt.Sprint(i)})
+	})
 	wins := 0
 	for _, err := range errs {
 		if err == nil {
@@ -180,8 +167,7 @@ func TestLateTimeoutCannotOverwriteSucceeded(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|late", "r")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	f.insert(t, op)
 	done, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second), ResourceID: "rv-1"})
 	require.NoError(t, err)
 
@@ -208,8 +194,7 @@ func TestFailedReleasesTheBusinessKey(t *testing.T) {
 	ctx := context.Background()
 	bk := "risk_review|O20260728001|standard|g1"
 	first := newOp(t, "client-a", "op-00000001", bk, "r")
-	_, err := f.st.InsertIfAbsent(ctx, first)
-	require.NoError(t, err)
+	f.insert(t, first)
 
 	second := newOp(t, "client-a", "op-00000002", bk, "r")
 	res, err := f.st.InsertIfAbsent(ctx, second)
@@ -231,9 +216,8 @@ func TestSucceededKeepsTheBusinessKeyWithTTL(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|keep", "r")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
-	_, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)})
+	f.insert(t, op)
+	_, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)})
 	require.NoError(t, err)
 	bk := f.rawItem(t, "bk#bk|keep")
 	require.NotEmpty(t, bk)
@@ -244,8 +228,7 @@ func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|conflict", "original reason")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	f.insert(t, op)
 	before := f.rawItem(t, "op#"+op.Handle)
 	bkBefore := f.rawItem(t, "bk#bk|conflict")
 
@@ -262,22 +245,15 @@ func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {
 
 func TestOtherClientsSameOperationIDNeverCollides(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
-	a := newOp(t, "client-a", "op-00000001", "bk|a", "r")
-	b := newOp(t, "client-b", "op-00000001", "bk|b", "other")
-	for _, op := range []operation.Operation{a, b} {
-		res, err := f.st.InsertIfAbsent(ctx, op)
-		require.NoError(t, err)
-		assert.Equal(t, store.Inserted, res.Kind)
-	}
+	f.insert(t, newOp(t, "client-a", "op-00000001", "bk|a", "r"))
+	f.insert(t, newOp(t, "client-b", "op-00000001", "bk|b", "other"))
 }
 
 func TestSparseIndexHoldsOnlyDueWork(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|due", "r")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	f.insert(t, op)
 	assert.Contains(t, f.rawItem(t, "op#"+op.Handle), "gsi1pk", "PENDING carries its lease in the index")
 
 	page, err := f.st.Due(ctx, t0.Add(10*time.Second), 10, "")
@@ -311,13 +287,12 @@ func TestDuePagesThroughOnlyWhatIsDue(t *testing.T) {
 	var dueHandles []string
 	for i := range 7 {
 		op := newOp(t, "client-a", fmt.Sprintf("op-page-%04d", i), fmt.Sprintf("bk|%d", i), "r")
-		_, err := f.st.InsertIfAbsent(ctx, op)
-		require.NoError(t, err)
+		f.insert(t, op)
 		ev := operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(time.Duration(i) * time.Minute)}
 		if i == 6 {
 			ev = operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)}
 		}
-		_, err = f.st.Transition(ctx, op, ev)
+		_, err := f.st.Transition(ctx, op, ev)
 		require.NoError(t, err)
 		if i < 4 {
 			dueHandles = append(dueHandles, op.Handle)
@@ -375,8 +350,7 @@ func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
 	assert.Equal(t, 0, f.itemCount(t), "nothing written")
 
 	// A journal at its bound: the transition is refused and nothing changes.
-	_, err = f.st.InsertIfAbsent(ctx, good)
-	require.NoError(t, err)
+	f.insert(t, good)
 	before := f.rawItem(t, "op#"+good.Handle)
 	full := good
 	for len(full.Journal) < operation.MaxJournal {
@@ -399,8 +373,7 @@ func TestClaimBeforeNextRetryAtIsRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|claim", "r")
-	_, err := f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	f.insert(t, op)
 	retryable, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventNotDispatched, At: t0.Add(time.Second), NextAt: t0.Add(time.Minute)})
 	require.NoError(t, err)
 

@@ -21,13 +21,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 // emulator is one running aws-lambda-rie with one bootstrap.
 type emulator struct {
 	cmd       *exec.Cmd
 	invokeURL string
-	out       *lockedBuffer // the emulator's and the bootstrap's stdout and stderr
+	out       *testsync.Buffer // the emulator's and the bootstrap's stdout and stderr
 	exited    chan struct{}
 	stopOnce  sync.Once
 	// seen are the bootstrap processes observed while running; the
@@ -55,7 +57,7 @@ func startEmulator(t *testing.T, bin, bootstrap string, env map[string]string) *
 	// Own process group, and killed by the kernel if the test binary dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	e := &emulator{cmd: cmd, invokeURL: "http://" + invoke + "/2015-03-31/functions/function/invocations",
-		out: &lockedBuffer{}, exited: make(chan struct{}), seen: map[int]struct{}{}}
+		out: &testsync.Buffer{}, exited: make(chan struct{}), seen: map[int]struct{}{}}
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	require.NoError(t, cmd.Start(), "start emulator")
 	go func() { _ = cmd.Wait(); close(e.exited) }()
@@ -230,22 +232,4 @@ func procStat(pid int) (state string, ppid int, err error) {
 		return "", 0, fmt.Errorf("parent of %d: %w", pid, err)
 	}
 	return fields[0], ppid, nil
-}
-
-// lockedBuffer collects a process's output written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

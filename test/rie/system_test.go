@@ -21,6 +21,7 @@ import (
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 var (
@@ -132,11 +133,10 @@ func newSystem(t *testing.T) system {
 
 	cfg, err := app.FromEnv(lookup(env))
 	require.NoError(t, err)
-	a, err := app.Build(ctx, cfg, app.Options{Out: &lockedBuffer{}})
+	a, err := app.Build(ctx, cfg, app.Options{Out: &testsync.Buffer{}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	require.NoError(t, a.Store.EnsureTable(ctx))
-	t.Cleanup(func() { _ = a.Store.DeleteTable(context.Background()) })
+	enginetest.EnsureTable(t, a.Store)
 	return system{env: env, app: a, issuer: iss, risk: risk}
 }
 

@@ -1,10 +1,8 @@
 package releaseapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/intentgate/intentgate/internal/sim/internal/simhttp"
 )
@@ -16,21 +14,25 @@ type CreateMode string
 // and reject exist so tests can also cover a 5xx with an effect and a
 // proven business rejection against this provider.
 const (
-	// CreateDropResponseAfterCommit commits one ticket, then closes the
-	// connection without a response.
-	CreateDropResponseAfterCommit CreateMode = "drop_response_after_commit"
-	// CreateTimeoutBeforeCommit commits nothing and holds the request until
-	// the client goes away (or the hold limit, then 504).
-	CreateTimeoutBeforeCommit CreateMode = "timeout_before_commit"
-	// CreateError500BeforeCommit answers 500 without committing.
-	CreateError500BeforeCommit CreateMode = "error_500_before_commit"
+	// CreateDropResponseAfterCommit ("drop_response_after_commit") commits
+	// one ticket, then closes the connection without a response.
+	CreateDropResponseAfterCommit CreateMode = simhttp.DropResponseAfterCommit
+	// CreateTimeoutBeforeCommit ("timeout_before_commit") commits nothing
+	// and holds the request until the client goes away (or the hold limit,
+	// then 504).
+	CreateTimeoutBeforeCommit CreateMode = simhttp.TimeoutBeforeCommit
+	// CreateError500BeforeCommit ("error_500_before_commit") answers 500
+	// without committing.
+	CreateError500BeforeCommit CreateMode = simhttp.Error500BeforeCommit
 	// CreateDuplicateThenDrop commits TWO tickets for the target, then
 	// drops the response: the incident a reconciler must escalate.
 	CreateDuplicateThenDrop CreateMode = "duplicate_then_drop"
-	// CreateError500AfterCommit commits one ticket, then answers 500.
-	CreateError500AfterCommit CreateMode = "error_500_after_commit"
-	// CreateReject answers 422 {"error":"rejected"} without committing.
-	CreateReject CreateMode = "reject"
+	// CreateError500AfterCommit ("error_500_after_commit") commits one
+	// ticket, then answers 500.
+	CreateError500AfterCommit CreateMode = simhttp.Error500AfterCommit
+	// CreateReject ("reject") answers 422 {"error":"rejected"} without
+	// committing.
+	CreateReject CreateMode = simhttp.Reject
 )
 
 // SearchMode is a fault applied to one GET /tickets search.
@@ -46,16 +48,10 @@ const (
 )
 
 // CreateFault applies Mode to the next Times creates.
-type CreateFault struct {
-	Mode  CreateMode `json:"mode"`
-	Times int        `json:"times"`
-}
+type CreateFault = simhttp.Fault[CreateMode]
 
 // SearchFault applies Mode to the next Times searches.
-type SearchFault struct {
-	Mode  SearchMode `json:"mode"`
-	Times int        `json:"times"`
-}
+type SearchFault = simhttp.Fault[SearchMode]
 
 // Faults is the body of POST /_sim/faults. Setting faults replaces the
 // queues, the lag and the latency; it never appends.
@@ -72,64 +68,43 @@ type Faults struct {
 // SetFaults replaces the fault queues, lag and latency. Invalid modes or
 // counts are refused and leave the current faults in place.
 func (s *Server) SetFaults(f Faults) error {
-	create := make([]simhttp.QueueEntry, 0, len(f.Create))
-	for _, c := range f.Create {
-		create = append(create, simhttp.QueueEntry{Mode: string(c.Mode), Times: c.Times})
-	}
-	createQueue, err := simhttp.NewQueue(create,
-		string(CreateDropResponseAfterCommit), string(CreateTimeoutBeforeCommit),
-		string(CreateError500BeforeCommit), string(CreateDuplicateThenDrop),
-		string(CreateError500AfterCommit), string(CreateReject))
+	createQueue, err := simhttp.NewQueue(f.Create,
+		CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
+		CreateError500BeforeCommit, CreateDuplicateThenDrop,
+		CreateError500AfterCommit, CreateReject)
 	if err != nil {
 		return fmt.Errorf("create faults: %w", err)
 	}
-	search := make([]simhttp.QueueEntry, 0, len(f.Search))
-	for _, sf := range f.Search {
-		search = append(search, simhttp.QueueEntry{Mode: string(sf.Mode), Times: sf.Times})
-	}
-	searchQueue, err := simhttp.NewQueue(search, string(SearchHide), string(SearchTimeout))
+	searchQueue, err := simhttp.NewQueue(f.Search, SearchHide, SearchTimeout)
 	if err != nil {
 		return fmt.Errorf("search faults: %w", err)
 	}
 	lag := s.defaultLag
 	if f.SearchLagMS != nil {
-		if *f.SearchLagMS < 0 {
-			return errors.New("search_lag_ms must not be negative")
+		if lag, err = simhttp.Milliseconds("search_lag_ms", *f.SearchLagMS); err != nil {
+			return err
 		}
-		lag = time.Duration(*f.SearchLagMS) * time.Millisecond
 	}
-	if f.LatencyMS < 0 {
-		return errors.New("latency_ms must not be negative")
+	latency, err := simhttp.Milliseconds("latency_ms", f.LatencyMS)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.createFaults = createQueue
 	s.searchFaults = searchQueue
 	s.searchLag = lag
-	s.latency = time.Duration(f.LatencyMS) * time.Millisecond
+	s.latency = latency
 	return nil
 }
 
-// faultsRequest accepts an optional "replace": true for callers that state
-// the (only) semantics explicitly; false is refused rather than ignored.
+// faultsRequest is the body of POST /_sim/faults.
 type faultsRequest struct {
 	Faults
-	Replace *bool `json:"replace,omitempty"`
+	simhttp.ReplaceFlag
 }
 
 func (s *Server) handleSetFaults(w http.ResponseWriter, r *http.Request) {
 	var req faultsRequest
-	if err := simhttp.DecodeJSON(r, &req); err != nil {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", err.Error())
-		return
-	}
-	if req.Replace != nil && !*req.Replace {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", "appending faults is not supported; posting replaces them")
-		return
-	}
-	if err := s.SetFaults(req.Faults); err != nil {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", err.Error())
-		return
-	}
-	simhttp.WriteJSON(w, http.StatusOK, req.Faults)
+	simhttp.ServeSetFaults(w, r, &req, &req.ReplaceFlag, &req.Faults, s.SetFaults)
 }

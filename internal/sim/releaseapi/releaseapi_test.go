@@ -2,9 +2,7 @@ package releaseapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"sort"
 	"testing"
 	"time"
 
@@ -12,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/provider/providertest"
+	"github.com/intentgate/intentgate/internal/sim/internal/simtest"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 )
 
@@ -74,7 +74,7 @@ func TestGetTicketIsAuthoritativeDuringLag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, created, got)
 	_, err = f.client.GetTicket(context.Background(), "ticket-1")
-	requireClass(t, provider.ClassNotFound, err)
+	providertest.RequireClass(t, provider.ClassNotFound, err)
 	assert.Equal(t, 2, f.sim.Stats().GetCalls)
 }
 
@@ -100,7 +100,7 @@ func TestSearchTimeoutIsUnknown(t *testing.T) {
 	f := newFixture(t, 0, 100*time.Millisecond)
 	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchTimeout, Times: 1}}}))
 	_, err := f.client.SearchTickets(context.Background(), payments.Target())
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 	_, err = f.client.SearchTickets(context.Background(), payments.Target())
 	require.NoError(t, err)
 }
@@ -124,7 +124,7 @@ func TestCreateFaults(t *testing.T) {
 			require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: tc.mode, Times: 1}}}))
 
 			_, err := f.client.CreateTicket(context.Background(), payments)
-			perr := requireClass(t, tc.class, err)
+			perr := providertest.RequireClass(t, tc.class, err)
 			assert.Equal(t, tc.status, perr.StatusCode)
 
 			stats := f.sim.Stats()
@@ -139,7 +139,7 @@ func TestCreateFaults(t *testing.T) {
 
 func TestFaultsAreSetOverHTTP(t *testing.T) {
 	f := newFixture(t, 0, time.Second)
-	status, body := f.raw(t, http.MethodPost, "/_sim/faults", nil, map[string]any{
+	status, body := simtest.Raw(t, f.server, http.MethodPost, "/_sim/faults", nil, map[string]any{
 		"create":        []map[string]any{{"mode": "duplicate_then_drop", "times": 1}},
 		"search":        []map[string]any{{"mode": "hide", "times": 2}},
 		"search_lag_ms": 1500,
@@ -147,7 +147,7 @@ func TestFaultsAreSetOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, string(body))
 
 	_, err := f.client.CreateTicket(context.Background(), payments)
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, map[string]int{paymentsTarget: 2}, f.sim.Stats().TicketsByTarget)
 
 	result, err := f.client.SearchTickets(context.Background(), payments.Target())
@@ -161,7 +161,7 @@ func TestFaultsAreSetOverHTTP(t *testing.T) {
 		"unknown field": map[string]any{"lag": 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			status, _ := f.raw(t, http.MethodPost, "/_sim/faults", nil, body)
+			status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/faults", nil, body)
 			assert.Equal(t, http.StatusBadRequest, status)
 		})
 	}
@@ -188,14 +188,14 @@ func TestResetClearsTicketsFaultsAndCounters(t *testing.T) {
 		Create:      []releaseapi.CreateFault{{Mode: releaseapi.CreateReject, Times: 1}},
 		SearchLagMS: intPtr(60_000),
 	}))
-	f.raw(t, http.MethodGet, "/tickets/ticket-9001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer x"}}, nil)
+	simtest.Raw(t, f.server, http.MethodGet, "/tickets/ticket-9001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer x"}}, nil)
 
-	status, _ := f.raw(t, http.MethodPost, "/_sim/reset", nil, nil)
+	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/reset", nil, nil)
 	require.Equal(t, http.StatusNoContent, status)
 	assert.Equal(t, releaseapi.Stats{TicketsByTarget: map[string]int{}}, f.sim.Stats())
 
 	_, err = f.client.GetTicket(context.Background(), first.TicketID)
-	requireClass(t, provider.ClassNotFound, err)
+	providertest.RequireClass(t, provider.ClassNotFound, err)
 	again, err := f.client.CreateTicket(context.Background(), payments)
 	require.NoError(t, err, "the reject fault was cleared")
 	assert.Equal(t, "ticket-9002", again.TicketID, "ticket numbers are never reused")
@@ -209,37 +209,30 @@ func TestStatsHaveExactlyTheContractFields(t *testing.T) {
 	_, err := f.client.CreateTicket(context.Background(), payments)
 	require.NoError(t, err)
 
-	status, body := f.raw(t, http.MethodGet, "/_sim/stats", nil, nil)
+	status, body := simtest.Raw(t, f.server, http.MethodGet, "/_sim/stats", nil, nil)
 	require.Equal(t, http.StatusOK, status)
-	var fields map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(body, &fields))
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	assert.Equal(t, []string{"create_calls", "foreign_authorization_seen", "get_calls", "max_in_flight", "search_calls", "tickets_by_target", "tickets_committed"}, keys)
+	assert.Equal(t, []string{"create_calls", "foreign_authorization_seen", "get_calls", "max_in_flight", "search_calls", "tickets_by_target", "tickets_committed"}, simtest.Fields(t, body))
 	assert.JSONEq(t, `{"create_calls":1,"tickets_committed":1,"tickets_by_target":{"payments-api/8bc911d/production-eu":1},"search_calls":0,"get_calls":0,"max_in_flight":1,"foreign_authorization_seen":false}`, string(body))
 }
 
 func TestServiceKeyAndForeignAuthorization(t *testing.T) {
 	f := newFixture(t, 0, time.Second)
-	status, _ := f.raw(t, http.MethodGet, "/tickets?service=x", nil, nil)
+	status, _ := simtest.Raw(t, f.server, http.MethodGet, "/tickets?service=x", nil, nil)
 	assert.Equal(t, http.StatusUnauthorized, status)
-	status, _ = f.raw(t, http.MethodPost, "/tickets", http.Header{"X-Api-Key": {"wrong"}}, map[string]string{})
+	status, _ = simtest.Raw(t, f.server, http.MethodPost, "/tickets", http.Header{"X-Api-Key": {"wrong"}}, map[string]string{})
 	assert.Equal(t, http.StatusUnauthorized, status)
 	assert.Zero(t, f.sim.Stats().TicketsCommitted)
 
 	_, err := f.client.CreateTicket(context.Background(), payments)
 	require.NoError(t, err)
 	assert.False(t, f.sim.Stats().ForeignAuthorizationSeen)
-	f.raw(t, http.MethodGet, "/tickets/ticket-9001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer caller"}}, nil)
+	simtest.Raw(t, f.server, http.MethodGet, "/tickets/ticket-9001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer caller"}}, nil)
 	assert.True(t, f.sim.Stats().ForeignAuthorizationSeen)
 }
 
 func TestCreateValidatesTheBody(t *testing.T) {
 	f := newFixture(t, 0, time.Second)
-	status, _ := f.raw(t, http.MethodPost, "/tickets", http.Header{"X-Api-Key": {testKey}},
+	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/tickets", http.Header{"X-Api-Key": {testKey}},
 		map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Zero(t, f.sim.Stats().TicketsCommitted)

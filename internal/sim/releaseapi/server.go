@@ -9,8 +9,8 @@ import (
 )
 
 // DefaultHoldLimit is how long a "timeout" fault holds a request whose
-// client never goes away.
-const DefaultHoldLimit = 60 * time.Second
+// client never goes away (60s).
+const DefaultHoldLimit = simhttp.DefaultHoldLimit
 
 // firstTicketNumber makes the first ticket "ticket-9001".
 const firstTicketNumber = 9000
@@ -38,12 +38,12 @@ type Server struct {
 	defaultLag   time.Duration
 	holdLimit    time.Duration
 	handler      http.Handler
-	inFlight     simhttp.InFlight
+	traffic      simhttp.Traffic
 	mu           sync.Mutex
 	tickets      []Ticket // in creation order
 	lastNumber   int      // keeps counting across resets
-	createFaults simhttp.Queue
-	searchFaults simhttp.Queue
+	createFaults simhttp.Queue[CreateMode]
+	searchFaults simhttp.Queue[SearchMode]
 	searchLag    time.Duration
 	latency      time.Duration
 	counters     Stats
@@ -53,16 +53,10 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		apiKey:     cfg.APIKey,
-		clock:      cfg.Clock,
+		clock:      simhttp.ClockOrNow(cfg.Clock),
 		defaultLag: cfg.SearchLag,
-		holdLimit:  cfg.HoldLimit,
+		holdLimit:  simhttp.HoldLimitOrDefault(cfg.HoldLimit),
 		lastNumber: firstTicketNumber,
-	}
-	if s.clock == nil {
-		s.clock = time.Now
-	}
-	if s.holdLimit <= 0 {
-		s.holdLimit = DefaultHoldLimit
 	}
 	if s.defaultLag < 0 {
 		s.defaultLag = 0
@@ -73,10 +67,11 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /tickets", s.handleCreate)
 	mux.HandleFunc("GET /tickets", s.handleSearch)
 	mux.HandleFunc("GET /tickets/{id}", s.handleGet)
-	mux.HandleFunc("POST /_sim/faults", s.handleSetFaults)
-	mux.HandleFunc("GET /_sim/stats", s.handleStats)
-	mux.HandleFunc("POST /_sim/reset", s.handleReset)
-	s.handler = simhttp.Guard(s.apiKey, &s.inFlight, s.noteForeignAuthorization, mux)
+	s.handler = simhttp.Handler(mux, s.apiKey, &s.traffic, simhttp.Control{
+		SetFaults: s.handleSetFaults,
+		Stats:     func() any { return s.Stats() },
+		Reset:     s.Reset,
+	})
 	return s
 }
 
@@ -91,25 +86,24 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
-	s.inFlight.Reset()
+	s.traffic.Reset()
 }
 
 func (s *Server) resetLocked() {
 	s.tickets = nil
-	s.createFaults = simhttp.Queue{}
-	s.searchFaults = simhttp.Queue{}
+	s.createFaults = simhttp.Queue[CreateMode]{}
+	s.searchFaults = simhttp.Queue[SearchMode]{}
 	s.searchLag = s.defaultLag
 	s.latency = 0
 	s.counters = Stats{TicketsByTarget: make(map[string]int)}
 }
 
-func (s *Server) noteForeignAuthorization() {
+// arrive counts a call in *counter, then waits out the configured latency
+// whether or not the client is still waiting.
+func (s *Server) arrive(counter *int) {
 	s.mu.Lock()
-	s.counters.ForeignAuthorizationSeen = true
+	*counter++
+	latency := s.latency
 	s.mu.Unlock()
-}
-
-func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
-	s.Reset()
-	w.WriteHeader(http.StatusNoContent)
+	simhttp.Pause(latency)
 }

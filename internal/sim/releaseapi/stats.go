@@ -1,11 +1,6 @@
 package releaseapi
 
-import (
-	"maps"
-	"net/http"
-
-	"github.com/intentgate/intentgate/internal/sim/internal/simhttp"
-)
+import "maps"
 
 // Stats is what GET /_sim/stats reports. Counters start at zero on Reset.
 type Stats struct {
@@ -34,10 +29,7 @@ func (s *Server) Stats() Stats {
 	snapshot := s.counters
 	snapshot.TicketsByTarget = maps.Clone(s.counters.TicketsByTarget)
 	s.mu.Unlock()
-	snapshot.MaxInFlight = s.inFlight.Max()
+	snapshot.MaxInFlight = s.traffic.MaxInFlight()
+	snapshot.ForeignAuthorizationSeen = s.traffic.ForeignAuthorizationSeen()
 	return snapshot
-}
-
-func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
-	simhttp.WriteJSON(w, http.StatusOK, s.Stats())
 }

@@ -39,11 +39,7 @@ type searchResponse struct {
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counters.CreateCalls++
-	latency := s.latency
-	s.mu.Unlock()
-	simhttp.Pause(latency)
+	s.arrive(&s.counters.CreateCalls)
 
 	var req createRequest
 	if err := simhttp.DecodeJSON(r, &req); err != nil {
@@ -58,35 +54,18 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	fault := CreateMode(s.createFaults.Next())
+	fault := s.createFaults.Next()
 	s.mu.Unlock()
-
-	switch fault {
-	case CreateTimeoutBeforeCommit:
-		if !simhttp.Hold(r.Context(), s.holdLimit) {
-			simhttp.WriteError(w, http.StatusGatewayTimeout, "timeout", "simulated timeout, nothing committed")
-		}
-		return
-	case CreateError500BeforeCommit:
-		simhttp.WriteError(w, http.StatusInternalServerError, "internal", "simulated failure before commit")
-		return
-	case CreateReject:
-		simhttp.WriteError(w, http.StatusUnprocessableEntity, "rejected", "ticket rejected by release policy (simulated)")
+	if simhttp.FailBeforeCommit(w, r, string(fault), s.holdLimit, "ticket rejected by release policy (simulated)") {
 		return
 	}
 
 	ticket := s.commit(req)
-	switch fault {
-	case CreateDuplicateThenDrop:
+	if fault == CreateDuplicateThenDrop {
 		s.commit(req)
-		fallthrough
-	case CreateDropResponseAfterCommit:
-		if err := simhttp.DropConnection(w); err != nil {
-			simhttp.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
-		}
-		return
-	case CreateError500AfterCommit:
-		simhttp.WriteError(w, http.StatusInternalServerError, "internal", "simulated failure after commit")
+		fault = CreateDropResponseAfterCommit // and the answer is lost as for one
+	}
+	if simhttp.FailAfterCommit(w, string(fault)) {
 		return
 	}
 	simhttp.WriteJSON(w, http.StatusCreated, ticket)
@@ -113,11 +92,7 @@ func (s *Server) commit(req createRequest) Ticket {
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counters.GetCalls++
-	latency := s.latency
-	s.mu.Unlock()
-	simhttp.Pause(latency)
+	s.arrive(&s.counters.GetCalls)
 
 	id := r.PathValue("id")
 	s.mu.Lock()
@@ -141,7 +116,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.counters.SearchCalls++
 	latency := s.latency
-	fault := SearchMode(s.searchFaults.Next())
+	fault := s.searchFaults.Next()
 	s.mu.Unlock()
 	simhttp.Pause(latency)
 

@@ -1,10 +1,8 @@
 package riskapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/intentgate/intentgate/internal/sim/internal/simhttp"
 )
@@ -15,18 +13,23 @@ type CreateMode string
 // Create faults. "Before commit" modes leave no review; "after commit"
 // modes leave exactly one (or reuse the key's existing one).
 const (
-	// CreateDropResponseAfterCommit commits, then closes the connection
-	// without a response (the client sees EOF or a reset).
-	CreateDropResponseAfterCommit CreateMode = "drop_response_after_commit"
-	// CreateTimeoutBeforeCommit commits nothing and holds the request until
-	// the client goes away (or the hold limit, then 504).
-	CreateTimeoutBeforeCommit CreateMode = "timeout_before_commit"
-	// CreateError500BeforeCommit answers 500 without committing.
-	CreateError500BeforeCommit CreateMode = "error_500_before_commit"
-	// CreateError500AfterCommit commits, then answers 500.
-	CreateError500AfterCommit CreateMode = "error_500_after_commit"
-	// CreateReject answers 422 {"error":"rejected"} without committing.
-	CreateReject CreateMode = "reject"
+	// CreateDropResponseAfterCommit ("drop_response_after_commit") commits,
+	// then closes the connection without a response (the client sees EOF or
+	// a reset).
+	CreateDropResponseAfterCommit CreateMode = simhttp.DropResponseAfterCommit
+	// CreateTimeoutBeforeCommit ("timeout_before_commit") commits nothing
+	// and holds the request until the client goes away (or the hold limit,
+	// then 504).
+	CreateTimeoutBeforeCommit CreateMode = simhttp.TimeoutBeforeCommit
+	// CreateError500BeforeCommit ("error_500_before_commit") answers 500
+	// without committing.
+	CreateError500BeforeCommit CreateMode = simhttp.Error500BeforeCommit
+	// CreateError500AfterCommit ("error_500_after_commit") commits, then
+	// answers 500.
+	CreateError500AfterCommit CreateMode = simhttp.Error500AfterCommit
+	// CreateReject ("reject") answers 422 {"error":"rejected"} without
+	// committing.
+	CreateReject CreateMode = simhttp.Reject
 )
 
 // LookupMode is a fault applied to one GET /reviews?request_key=.
@@ -41,16 +44,10 @@ const (
 )
 
 // CreateFault applies Mode to the next Times creates.
-type CreateFault struct {
-	Mode  CreateMode `json:"mode"`
-	Times int        `json:"times"`
-}
+type CreateFault = simhttp.Fault[CreateMode]
 
 // LookupFault applies Mode to the next Times lookups.
-type LookupFault struct {
-	Mode  LookupMode `json:"mode"`
-	Times int        `json:"times"`
-}
+type LookupFault = simhttp.Fault[LookupMode]
 
 // Faults is the body of POST /_sim/faults. Setting faults replaces the
 // queues and the latency; it never appends.
@@ -66,55 +63,35 @@ type Faults struct {
 // SetFaults replaces the fault queues and latency. Invalid modes or counts
 // are refused and leave the current faults in place.
 func (s *Server) SetFaults(f Faults) error {
-	create := make([]simhttp.QueueEntry, 0, len(f.Create))
-	for _, c := range f.Create {
-		create = append(create, simhttp.QueueEntry{Mode: string(c.Mode), Times: c.Times})
-	}
-	createQueue, err := simhttp.NewQueue(create,
-		string(CreateDropResponseAfterCommit), string(CreateTimeoutBeforeCommit),
-		string(CreateError500BeforeCommit), string(CreateError500AfterCommit), string(CreateReject))
+	createQueue, err := simhttp.NewQueue(f.Create,
+		CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
+		CreateError500BeforeCommit, CreateError500AfterCommit, CreateReject)
 	if err != nil {
 		return fmt.Errorf("create faults: %w", err)
 	}
-	lookup := make([]simhttp.QueueEntry, 0, len(f.Lookup))
-	for _, l := range f.Lookup {
-		lookup = append(lookup, simhttp.QueueEntry{Mode: string(l.Mode), Times: l.Times})
-	}
-	lookupQueue, err := simhttp.NewQueue(lookup, string(LookupTimeout), string(LookupError500))
+	lookupQueue, err := simhttp.NewQueue(f.Lookup, LookupTimeout, LookupError500)
 	if err != nil {
 		return fmt.Errorf("lookup faults: %w", err)
 	}
-	if f.LatencyMS < 0 {
-		return errors.New("latency_ms must not be negative")
+	latency, err := simhttp.Milliseconds("latency_ms", f.LatencyMS)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.createFaults = createQueue
 	s.lookupFaults = lookupQueue
-	s.latency = time.Duration(f.LatencyMS) * time.Millisecond
+	s.latency = latency
 	return nil
 }
 
-// faultsRequest accepts an optional "replace": true for callers that state
-// the (only) semantics explicitly; false is refused rather than ignored.
+// faultsRequest is the body of POST /_sim/faults.
 type faultsRequest struct {
 	Faults
-	Replace *bool `json:"replace,omitempty"`
+	simhttp.ReplaceFlag
 }
 
 func (s *Server) handleSetFaults(w http.ResponseWriter, r *http.Request) {
 	var req faultsRequest
-	if err := simhttp.DecodeJSON(r, &req); err != nil {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", err.Error())
-		return
-	}
-	if req.Replace != nil && !*req.Replace {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", "appending faults is not supported; posting replaces them")
-		return
-	}
-	if err := s.SetFaults(req.Faults); err != nil {
-		simhttp.WriteError(w, http.StatusBadRequest, "invalid_faults", err.Error())
-		return
-	}
-	simhttp.WriteJSON(w, http.StatusOK, req.Faults)
+	simhttp.ServeSetFaults(w, r, &req, &req.ReplaceFlag, &req.Faults, s.SetFaults)
 }

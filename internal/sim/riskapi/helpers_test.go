@@ -1,10 +1,6 @@
 package riskapi_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -39,35 +35,4 @@ func newFixture(t *testing.T, timeout time.Duration) fixture {
 
 func input(order string) provider.CreateReviewInput {
 	return provider.CreateReviewInput{OrderID: order, Reason: "chargeback pattern", ReviewType: "fraud"}
-}
-
-// raw sends a request straight to the simulator.
-func (f fixture) raw(t *testing.T, method, path string, header http.Header, body any) (int, []byte) {
-	t.Helper()
-	var reader io.Reader
-	if body != nil {
-		encoded, err := json.Marshal(body)
-		require.NoError(t, err)
-		reader = bytes.NewReader(encoded)
-	}
-	req, err := http.NewRequest(method, f.server.URL+path, reader)
-	require.NoError(t, err)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := f.server.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, data
-}
-
-func requireClass(t *testing.T, want provider.Class, err error) *provider.Error {
-	t.Helper()
-	require.Error(t, err)
-	var perr *provider.Error
-	require.ErrorAs(t, err, &perr)
-	require.Equal(t, want, perr.Class, "error: %v", err)
-	return perr
 }

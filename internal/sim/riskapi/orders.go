@@ -27,7 +27,7 @@ func seedOrders() map[string]string {
 }
 
 func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
-	simhttp.Pause(s.currentLatency())
+	s.arrive(nil)
 	id := r.PathValue("id")
 	s.mu.Lock()
 	merchant, ok := s.orders[id]

@@ -34,11 +34,7 @@ type lookupResponse struct {
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counters.CreateCalls++
-	latency := s.latency
-	s.mu.Unlock()
-	simhttp.Pause(latency)
+	s.arrive(&s.counters.CreateCalls)
 
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" || len(key) > maxRequestKey {
@@ -57,20 +53,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	fault := CreateMode(s.createFaults.Next())
+	fault := s.createFaults.Next()
 	s.mu.Unlock()
-
-	switch fault {
-	case CreateTimeoutBeforeCommit:
-		if !simhttp.Hold(r.Context(), s.holdLimit) {
-			simhttp.WriteError(w, http.StatusGatewayTimeout, "timeout", "simulated timeout, nothing committed")
-		}
-		return
-	case CreateError500BeforeCommit:
-		simhttp.WriteError(w, http.StatusInternalServerError, "internal", "simulated failure before commit")
-		return
-	case CreateReject:
-		simhttp.WriteError(w, http.StatusUnprocessableEntity, "rejected", "review request rejected by risk policy (simulated)")
+	if simhttp.FailBeforeCommit(w, r, string(fault), s.holdLimit, "review request rejected by risk policy (simulated)") {
 		return
 	}
 
@@ -79,15 +64,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		simhttp.WriteError(w, http.StatusNotFound, "order_not_found", "no order "+req.OrderID)
 		return
 	}
-
-	switch fault {
-	case CreateDropResponseAfterCommit:
-		if err := simhttp.DropConnection(w); err != nil {
-			simhttp.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
-		}
-		return
-	case CreateError500AfterCommit:
-		simhttp.WriteError(w, http.StatusInternalServerError, "internal", "simulated failure after commit")
+	if simhttp.FailAfterCommit(w, string(fault)) {
 		return
 	}
 	status := http.StatusOK
@@ -125,11 +102,7 @@ func (s *Server) commit(key string, req createRequest) (review Review, created, 
 }
 
 func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counters.LookupCalls++
-	latency := s.latency
-	s.mu.Unlock()
-	simhttp.Pause(latency)
+	s.arrive(&s.counters.LookupCalls)
 
 	key := r.URL.Query().Get("request_key")
 	if key == "" {
@@ -138,7 +111,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	fault := LookupMode(s.lookupFaults.Next())
+	fault := s.lookupFaults.Next()
 	s.mu.Unlock()
 	switch fault {
 	case LookupTimeout:
@@ -161,7 +134,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetReview(w http.ResponseWriter, r *http.Request) {
-	simhttp.Pause(s.currentLatency())
+	s.arrive(nil)
 	id := r.PathValue("id")
 	s.mu.Lock()
 	review, ok := s.reviews[id]
@@ -171,10 +144,4 @@ func (s *Server) handleGetReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	simhttp.WriteJSON(w, http.StatusOK, review)
-}
-
-func (s *Server) currentLatency() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.latency
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"testing"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/provider/providertest"
+	"github.com/intentgate/intentgate/internal/sim/internal/simtest"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 )
 
@@ -71,7 +72,7 @@ func TestConcurrentSameKeyCreatesCommitOnce(t *testing.T) {
 
 func TestCreateWithoutIdempotencyKeyIsBadRequest(t *testing.T) {
 	f := newFixture(t, time.Second)
-	status, body := f.raw(t, http.MethodPost, "/reviews", http.Header{"X-Api-Key": {testKey}},
+	status, body := simtest.Raw(t, f.server, http.MethodPost, "/reviews", http.Header{"X-Api-Key": {testKey}},
 		map[string]string{"order_id": "O20260728001", "reason": "r", "review_type": "fraud"})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.JSONEq(t, `{"error":"missing_idempotency_key","message":"Idempotency-Key header is required (1-255 bytes)"}`, string(body))
@@ -80,7 +81,7 @@ func TestCreateWithoutIdempotencyKeyIsBadRequest(t *testing.T) {
 
 func TestCreateForUnknownOrderIsNotFoundAndCommitsNothing(t *testing.T) {
 	f := newFixture(t, time.Second)
-	status, body := f.raw(t, http.MethodPost, "/reviews",
+	status, body := simtest.Raw(t, f.server, http.MethodPost, "/reviews",
 		http.Header{"X-Api-Key": {testKey}, "Idempotency-Key": {"op-x"}},
 		map[string]string{"order_id": "O99999999999", "reason": "r", "review_type": "fraud"})
 	assert.Equal(t, http.StatusNotFound, status)
@@ -89,7 +90,7 @@ func TestCreateForUnknownOrderIsNotFoundAndCommitsNothing(t *testing.T) {
 	assert.Equal(t, "order_not_found", e.Error)
 
 	_, err := f.client.CreateReview(context.Background(), "op-x", input("O99999999999"))
-	perr := requireClass(t, provider.ClassRejected, err)
+	perr := providertest.RequireClass(t, provider.ClassRejected, err)
 	assert.Equal(t, "order_not_found", perr.Code)
 	assert.Zero(t, f.sim.Stats().ReviewsCommitted)
 }
@@ -101,11 +102,11 @@ func TestRequestsWithoutTheServiceKeyAreUnauthorized(t *testing.T) {
 		"wrong":   {"X-Api-Key": {"not-the-key"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			status, _ := f.raw(t, http.MethodGet, "/orders/O20260728001", header, nil)
+			status, _ := simtest.Raw(t, f.server, http.MethodGet, "/orders/O20260728001", header, nil)
 			assert.Equal(t, http.StatusUnauthorized, status)
 		})
 	}
-	status, _ := f.raw(t, http.MethodGet, "/_sim/stats", nil, nil)
+	status, _ := simtest.Raw(t, f.server, http.MethodGet, "/_sim/stats", nil, nil)
 	assert.Equal(t, http.StatusOK, status, "control endpoints need no key")
 }
 
@@ -115,7 +116,7 @@ func TestForeignAuthorizationHeaderIsRecorded(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, f.sim.Stats().ForeignAuthorizationSeen, "the provider client must not send Authorization")
 
-	f.raw(t, http.MethodGet, "/orders/O20260728001",
+	simtest.Raw(t, f.server, http.MethodGet, "/orders/O20260728001",
 		http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer caller-token"}}, nil)
 	assert.True(t, f.sim.Stats().ForeignAuthorizationSeen)
 }
@@ -130,7 +131,7 @@ func TestOrdersAreSeededByMerchant(t *testing.T) {
 		assert.Equal(t, provider.Order{OrderID: order, MerchantID: merchant}, got)
 	}
 	_, err := f.client.GetOrder(context.Background(), "O20260728101")
-	requireClass(t, provider.ClassNotFound, err)
+	providertest.RequireClass(t, provider.ClassNotFound, err)
 }
 
 func TestDropResponseAfterCommitCommitsButAnswersNothing(t *testing.T) {
@@ -138,7 +139,7 @@ func TestDropResponseAfterCommitCommitsButAnswersNothing(t *testing.T) {
 	require.NoError(t, f.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
 
 	_, err := f.client.CreateReview(context.Background(), "op-drop", input("O20260728003"))
-	perr := requireClass(t, provider.ClassUnknown, err)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Zero(t, perr.StatusCode)
 	assert.Equal(t, 1, f.sim.Stats().ReviewsCommitted)
 
@@ -159,7 +160,7 @@ func TestTimeoutBeforeCommitHoldsUntilTheClientLeavesAndCommitsNothing(t *testin
 	require.NoError(t, f.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
 
 	_, err := f.client.CreateReview(context.Background(), "op-slow", input("O20260728004"))
-	perr := requireClass(t, provider.ClassUnknown, err)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.ErrorIs(t, perr, context.DeadlineExceeded)
 
 	_, found, err := f.client.FindReviewByRequestKey(context.Background(), "op-slow")
@@ -180,7 +181,7 @@ func TestServerErrorsBeforeAndAfterCommit(t *testing.T) {
 			f := newFixture(t, time.Second)
 			require.NoError(t, f.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: tc.mode, Times: 1}}}))
 			_, err := f.client.CreateReview(context.Background(), "op-500", input("O20260728005"))
-			perr := requireClass(t, provider.ClassUnknown, err)
+			perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 			assert.Equal(t, http.StatusInternalServerError, perr.StatusCode)
 			assert.Equal(t, tc.committed, f.sim.Stats().ReviewsCommitted)
 		})
@@ -191,7 +192,7 @@ func TestRejectAnswers422AndCommitsNothing(t *testing.T) {
 	f := newFixture(t, time.Second)
 	require.NoError(t, f.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateReject, Times: 1}}}))
 	_, err := f.client.CreateReview(context.Background(), "op-rej", input("O20260728006"))
-	perr := requireClass(t, provider.ClassRejected, err)
+	perr := providertest.RequireClass(t, provider.ClassRejected, err)
 	assert.Equal(t, http.StatusUnprocessableEntity, perr.StatusCode)
 	assert.Equal(t, "rejected", perr.Code)
 	assert.Zero(t, f.sim.Stats().ReviewsCommitted)
@@ -224,9 +225,9 @@ func TestLookupFaults(t *testing.T) {
 	}}))
 
 	_, _, err = f.client.FindReviewByRequestKey(context.Background(), "op-l")
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 	_, _, err = f.client.FindReviewByRequestKey(context.Background(), "op-l")
-	perr := requireClass(t, provider.ClassUnknown, err)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, http.StatusInternalServerError, perr.StatusCode)
 	_, found, err := f.client.FindReviewByRequestKey(context.Background(), "op-l")
 	require.NoError(t, err)
@@ -239,7 +240,7 @@ func TestLatencyDoesNotStopACommitWhoseClientGaveUp(t *testing.T) {
 	require.NoError(t, f.sim.SetFaults(riskapi.Faults{LatencyMS: 200}))
 
 	_, err := f.client.CreateReview(context.Background(), "op-late", input("O20260728009"))
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 
 	require.Eventually(t, func() bool { return f.sim.Stats().ReviewsCommitted == 1 },
 		2*time.Second, 10*time.Millisecond, "a slow provider still commits after the caller left")
@@ -268,26 +269,19 @@ func TestStatsHaveExactlyTheContractFields(t *testing.T) {
 	_, err := f.client.CreateReview(context.Background(), "op-s", input("O20260728011"))
 	require.NoError(t, err)
 
-	status, body := f.raw(t, http.MethodGet, "/_sim/stats", nil, nil)
+	status, body := simtest.Raw(t, f.server, http.MethodGet, "/_sim/stats", nil, nil)
 	require.Equal(t, http.StatusOK, status)
-	var fields map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(body, &fields))
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	assert.Equal(t, []string{"create_calls", "foreign_authorization_seen", "lookup_calls", "max_in_flight", "reviews_by_order", "reviews_committed"}, keys)
+	assert.Equal(t, []string{"create_calls", "foreign_authorization_seen", "lookup_calls", "max_in_flight", "reviews_by_order", "reviews_committed"}, simtest.Fields(t, body))
 	assert.JSONEq(t, `{"create_calls":1,"reviews_committed":1,"reviews_by_order":{"O20260728011":1},"lookup_calls":0,"max_in_flight":1,"foreign_authorization_seen":false}`, string(body))
 }
 
 func TestFaultsAreSetOverHTTP(t *testing.T) {
 	f := newFixture(t, time.Second)
-	status, _ := f.raw(t, http.MethodPost, "/_sim/faults", nil,
+	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/faults", nil,
 		map[string]any{"create": []map[string]any{{"mode": "drop_response_after_commit", "times": 1}}, "replace": true})
 	require.Equal(t, http.StatusOK, status)
 	_, err := f.client.CreateReview(context.Background(), "op-h", input("O20260728012"))
-	requireClass(t, provider.ClassUnknown, err)
+	providertest.RequireClass(t, provider.ClassUnknown, err)
 	assert.Equal(t, 1, f.sim.Stats().ReviewsCommitted)
 
 	for name, body := range map[string]any{
@@ -297,7 +291,7 @@ func TestFaultsAreSetOverHTTP(t *testing.T) {
 		"append":        map[string]any{"replace": false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			status, _ := f.raw(t, http.MethodPost, "/_sim/faults", nil, body)
+			status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/faults", nil, body)
 			assert.Equal(t, http.StatusBadRequest, status)
 		})
 	}
@@ -316,9 +310,9 @@ func TestResetClearsReviewsFaultsAndCounters(t *testing.T) {
 	first, err := f.client.CreateReview(context.Background(), "op-z", input("O20260728014"))
 	require.NoError(t, err)
 	require.NoError(t, f.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateReject, Times: 1}}, LatencyMS: 10}))
-	f.raw(t, http.MethodGet, "/orders/O20260728001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer x"}}, nil)
+	simtest.Raw(t, f.server, http.MethodGet, "/orders/O20260728001", http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer x"}}, nil)
 
-	status, _ := f.raw(t, http.MethodPost, "/_sim/reset", nil, nil)
+	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/reset", nil, nil)
 	require.Equal(t, http.StatusNoContent, status)
 	assert.Equal(t, riskapi.Stats{ReviewsByOrder: map[string]int{}}, f.sim.Stats())
 
@@ -342,5 +336,5 @@ func TestGetReviewReadsByID(t *testing.T) {
 	assert.Equal(t, created.ReviewID, got.ReviewID)
 	assert.Equal(t, "op-g", got.RequestKey)
 	_, err = f.client.GetReview(context.Background(), "rv-999999")
-	requireClass(t, provider.ClassNotFound, err)
+	providertest.RequireClass(t, provider.ClassNotFound, err)
 }

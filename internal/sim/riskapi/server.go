@@ -9,8 +9,8 @@ import (
 )
 
 // DefaultHoldLimit is how long a "timeout" fault holds a request whose
-// client never goes away.
-const DefaultHoldLimit = 60 * time.Second
+// client never goes away (60s).
+const DefaultHoldLimit = simhttp.DefaultHoldLimit
 
 // Config configures a simulated Risk API.
 type Config struct {
@@ -31,15 +31,15 @@ type Server struct {
 	clock     func() time.Time
 	holdLimit time.Duration
 	handler   http.Handler
-	inFlight  simhttp.InFlight
+	traffic   simhttp.Traffic
 
 	mu           sync.Mutex
 	orders       map[string]string // order id -> merchant id, seeded
 	reviews      map[string]Review // review id -> review
 	byRequestKey map[string]string // request key -> review id
 	lastID       int               // keeps counting across resets
-	createFaults simhttp.Queue
-	lookupFaults simhttp.Queue
+	createFaults simhttp.Queue[CreateMode]
+	lookupFaults simhttp.Queue[LookupMode]
 	latency      time.Duration
 	counters     Stats
 }
@@ -48,15 +48,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		apiKey:    cfg.APIKey,
-		clock:     cfg.Clock,
-		holdLimit: cfg.HoldLimit,
+		clock:     simhttp.ClockOrNow(cfg.Clock),
+		holdLimit: simhttp.HoldLimitOrDefault(cfg.HoldLimit),
 		orders:    seedOrders(),
-	}
-	if s.clock == nil {
-		s.clock = time.Now
-	}
-	if s.holdLimit <= 0 {
-		s.holdLimit = DefaultHoldLimit
 	}
 	s.resetLocked()
 
@@ -65,10 +59,11 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /reviews", s.handleLookup)
 	mux.HandleFunc("GET /reviews/{id}", s.handleGetReview)
 	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
-	mux.HandleFunc("POST /_sim/faults", s.handleSetFaults)
-	mux.HandleFunc("GET /_sim/stats", s.handleStats)
-	mux.HandleFunc("POST /_sim/reset", s.handleReset)
-	s.handler = simhttp.Guard(s.apiKey, &s.inFlight, s.noteForeignAuthorization, mux)
+	s.handler = simhttp.Handler(mux, s.apiKey, &s.traffic, simhttp.Control{
+		SetFaults: s.handleSetFaults,
+		Stats:     func() any { return s.Stats() },
+		Reset:     s.Reset,
+	})
 	return s
 }
 
@@ -83,25 +78,26 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
-	s.inFlight.Reset()
+	s.traffic.Reset()
 }
 
 func (s *Server) resetLocked() {
 	s.reviews = make(map[string]Review)
 	s.byRequestKey = make(map[string]string)
-	s.createFaults = simhttp.Queue{}
-	s.lookupFaults = simhttp.Queue{}
+	s.createFaults = simhttp.Queue[CreateMode]{}
+	s.lookupFaults = simhttp.Queue[LookupMode]{}
 	s.latency = 0
 	s.counters = Stats{ReviewsByOrder: make(map[string]int)}
 }
 
-func (s *Server) noteForeignAuthorization() {
+// arrive counts a call in *counter (when not nil), then waits out the
+// configured latency whether or not the client is still waiting.
+func (s *Server) arrive(counter *int) {
 	s.mu.Lock()
-	s.counters.ForeignAuthorizationSeen = true
+	if counter != nil {
+		*counter++
+	}
+	latency := s.latency
 	s.mu.Unlock()
-}
-
-func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
-	s.Reset()
-	w.WriteHeader(http.StatusNoContent)
+	simhttp.Pause(latency)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
@@ -34,25 +34,6 @@ const apiKey = "release-test-key"
 // t0 is seed 001's intent time.
 var t0 = time.Date(2026, 8, 13, 10, 51, 4, 120_000_000, time.UTC)
 
-// testClock is shared by the simulator (created_at, watermark) and the
-// executor (dispatch and journal times), so lag is deterministic.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 var grants = policy.DeployGrants{
 	"team-payments": {"payments-api", "payments-worker"},
 	"team-billing":  {"billing-api"},
@@ -65,14 +46,16 @@ var (
 
 // simEnv is the Release API simulator behind a real ReleaseClient.
 type simEnv struct {
-	clock  *testClock
+	// clock is shared by the simulator (created_at, watermark) and the
+	// executor (dispatch and journal times), so lag is deterministic.
+	clock  *testclock.Clock
 	sim    *releaseapi.Server
 	client *provider.ReleaseClient
 }
 
 func newSim(t *testing.T, lag time.Duration) simEnv {
 	t.Helper()
-	clock := &testClock{now: t0}
+	clock := testclock.New(t0)
 	sim := releaseapi.New(releaseapi.Config{APIKey: apiKey, Clock: clock.Now, SearchLag: lag, HoldLimit: 5 * time.Second})
 	server := httptest.NewServer(sim)
 	t.Cleanup(server.Close)
@@ -92,13 +75,7 @@ type fixture struct {
 func newFixture(t *testing.T, lag time.Duration) fixture {
 	t.Helper()
 	env := newSim(t, lag)
-	ctx := context.Background()
-	db, err := engine.Client(ctx)
-	require.NoError(t, err)
-	st, err := store.New(db, store.Config{Table: enginetest.TableName(t)})
-	require.NoError(t, err)
-	require.NoError(t, st.EnsureTable(ctx))
-	t.Cleanup(func() { _ = st.DeleteTable(context.Background()) })
+	st := engine.NewStore(t)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{
 		Store: st,
 		// Generous store stage: moto is a single-threaded local engine.

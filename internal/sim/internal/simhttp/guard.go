@@ -14,16 +14,16 @@ const SimPrefix = "/_sim/"
 // before routing: it notes any Authorization header (a forwarded caller
 // token is a defect we want tests to see), counts the request in flight and
 // checks the service key.
-func Guard(apiKey string, gauge *InFlight, onForeignAuthorization func(), next http.Handler) http.Handler {
+func Guard(apiKey string, traffic *Traffic, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, present := r.Header["Authorization"]; present {
-			onForeignAuthorization()
+			traffic.noteForeignAuthorization()
 		}
 		if strings.HasPrefix(r.URL.Path, SimPrefix) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		leave := gauge.Enter()
+		leave := traffic.Enter()
 		defer leave()
 		if !validKey(apiKey, r.Header.Get("X-Api-Key")) {
 			WriteError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid X-Api-Key")

@@ -1,0 +1,39 @@
+package enginetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+// NewStore returns a store on a fresh table of this engine, named by
+// TableName(t), created with EnsureTable and deleted when the test ends.
+func (e *Engine) NewStore(t testing.TB) *store.Store {
+	t.Helper()
+	db, err := e.Client(context.Background())
+	if err != nil {
+		t.Fatalf("new store: %v", err)
+	}
+	st, err := store.New(db, store.Config{Table: TableName(t)})
+	if err != nil {
+		t.Fatalf("new store: %v", err)
+	}
+	EnsureTable(t, st)
+	return st
+}
+
+// EnsureTable creates st's table (store.EnsureTable) for a store built
+// elsewhere, e.g. by the composition root from test environment values,
+// and deletes the table when the test ends.
+func EnsureTable(t testing.TB, st *store.Store) {
+	t.Helper()
+	if err := st.EnsureTable(context.Background()); err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.DeleteTable(context.Background()); err != nil {
+			t.Errorf("test cleanup: %v", err)
+		}
+	})
+}
