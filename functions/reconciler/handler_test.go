@@ -114,7 +114,9 @@ func TestStreamUnknownSampleConvergesToSucceeded(t *testing.T) {
 	op := h.submitUnknown(t, "op-sample-0001", "O20260728001")
 	require.Equal(t, "op_7fgjusrq3vwpnnhehmy5e3gcwu", op.Handle, "the sample names this operation")
 
-	h.clock.Advance(riskreview.DefaultRecovery().SettleWindow)
+	// Past the settle point: the downstream budget (the latest our wait can
+	// end) plus the settle window.
+	h.clock.Advance(h.r.app.Executor.SettledAt(op, riskreview.DefaultRecovery().SettleWindow).Sub(h.clock.Now()))
 	resp := invokeStream(t, h, sample(t, "stream-unknown.json"))
 	assert.Empty(t, resp.BatchItemFailures)
 

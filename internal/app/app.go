@@ -163,8 +163,8 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		a.verifier = v
 	}
 	gw, err := gateway.New(gateway.Config{
-		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.Families[release.ToolCreate],
-		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics,
+		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.releaseFamily(),
+		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics, Logger: a.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -250,4 +250,11 @@ func (a *App) Reconciler() (*reconcile.Service, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return svc, nil
+}
+
+// releaseFamily is the deployment-ticket family, or nil when the Release API
+// is not configured.
+func (a *App) releaseFamily() *release.Family {
+	f, _ := a.Families[release.ToolCreate].(*release.Family)
+	return f
 }

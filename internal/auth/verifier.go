@@ -30,17 +30,37 @@ const (
 	maxTokenLen = 16 << 10
 )
 
-// defaultAlgorithms are accepted when VerifierConfig.Algorithms is empty.
-var defaultAlgorithms = []string{"RS256", "ES256"}
+// defaultAlgorithms are accepted when VerifierConfig.Algorithms is empty. A
+// fresh slice each call: the result ends up in a Verifier's config, and a
+// shared one would let one caller's change reach every later Verifier.
+func defaultAlgorithms() []string { return []string{"RS256", "ES256"} }
 
-// permittedAlgorithms are the only algorithms a Verifier can be configured
-// for: asymmetric ones. "none" and HMAC (HS*) are never accepted, whatever the
-// configuration, since a JWKS holds public keys and HMAC over a public key is
-// the classic algorithm-confusion forgery.
-var permittedAlgorithms = map[string]jwa.SignatureAlgorithm{
-	"RS256": jwa.RS256(), "RS384": jwa.RS384(), "RS512": jwa.RS512(),
-	"PS256": jwa.PS256(), "PS384": jwa.PS384(), "PS512": jwa.PS512(),
-	"ES256": jwa.ES256(), "ES384": jwa.ES384(), "ES512": jwa.ES512(),
+// permittedAlgorithm resolves the only algorithms a Verifier can be
+// configured for: asymmetric ones. "none" and HMAC (HS*) are never accepted,
+// whatever the configuration, since a JWKS holds public keys and HMAC over a
+// public key is the classic algorithm-confusion forgery.
+func permittedAlgorithm(name string) (jwa.SignatureAlgorithm, bool) {
+	switch name {
+	case "RS256":
+		return jwa.RS256(), true
+	case "RS384":
+		return jwa.RS384(), true
+	case "RS512":
+		return jwa.RS512(), true
+	case "PS256":
+		return jwa.PS256(), true
+	case "PS384":
+		return jwa.PS384(), true
+	case "PS512":
+		return jwa.PS512(), true
+	case "ES256":
+		return jwa.ES256(), true
+	case "ES384":
+		return jwa.ES384(), true
+	case "ES512":
+		return jwa.ES512(), true
+	}
+	return jwa.SignatureAlgorithm{}, false
 }
 
 // VerifierConfig configures [NewVerifier].
@@ -95,7 +115,7 @@ func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
 		return cfg, errors.New("auth: Audience (this server's resource URL) is required")
 	}
 	if len(cfg.Algorithms) == 0 {
-		cfg.Algorithms = defaultAlgorithms
+		cfg.Algorithms = defaultAlgorithms()
 	}
 	if cfg.Skew < 0 {
 		return cfg, fmt.Errorf("auth: negative Skew %s", cfg.Skew)
@@ -119,7 +139,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	}
 	algs := make(map[string]jwa.SignatureAlgorithm, len(cfg.Algorithms))
 	for _, name := range cfg.Algorithms {
-		alg, ok := permittedAlgorithms[name]
+		alg, ok := permittedAlgorithm(name)
 		if !ok {
 			return nil, fmt.Errorf("auth: algorithm %q is not permitted (asymmetric RS*/PS*/ES* only)", name)
 		}

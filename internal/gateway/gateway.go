@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +15,7 @@ import (
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
 // Config wires the gateway.
@@ -21,10 +23,12 @@ type Config struct {
 	Executor *tools.Executor
 	Risk     tools.WriteTool
 	// Release is the deployment-ticket family; nil leaves its tools out.
-	Release tools.WriteTool
+	Release *release.Family
 	Gate    *admission.Gate
 	Auditor *obs.Auditor
 	Metrics *obs.Metrics
+	// Logger records the causes of failures the caller only sees as a code.
+	Logger *slog.Logger
 }
 
 // Gateway builds the MCP tools.
@@ -36,6 +40,9 @@ type Gateway struct {
 func New(cfg Config) (*Gateway, error) {
 	if cfg.Executor == nil || cfg.Risk == nil || cfg.Gate == nil {
 		return nil, errors.New("gateway: executor, risk family and gate are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Gateway{cfg: cfg}, nil
 }
@@ -89,11 +96,16 @@ func (rec *callRecord) withOperation(op operation.Operation) {
 
 // failure renders a *tools.Failure (or an unexpected error) as a business
 // error result and notes it in the audit record.
-func (g *Gateway) failure(rec *callRecord, err error) *mcp.CallToolResult {
+func (g *Gateway) failure(ctx context.Context, rec *callRecord, err error) *mcp.CallToolResult {
 	var f *tools.Failure
 	if !errors.As(err, &f) {
 		f = tools.Fail(tools.CodeTemporaryUnavailable, true, nil, "internal error; retry with the same operation_id")
+		f.Cause = err
 		rec.ErrorClass = "internal"
+	}
+	if f.Cause != nil {
+		g.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tool call failed", slog.String("tool", rec.Tool),
+			slog.String("request_id", rec.RequestID), slog.String("code", string(f.Code)), slog.String("cause", f.Cause.Error()))
 	}
 	rec.Code = string(f.Code)
 	switch f.Code {
@@ -135,15 +147,20 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	defer done()
 	sub, err := g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
 	if sub.Operation.Handle == "" {
-		return sub, g.failure(rec, err)
+		return sub, g.failure(ctx, rec, err)
 	}
 	// A failed state write after dispatch leaves the operation PENDING under
 	// its lease; the caller still gets the handle and an honest status.
 	rec.PolicyDecision = obs.PolicyAllow
 	rec.withOperation(sub.Operation)
 	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
-	if err != nil && rec.ErrorClass == "" {
-		rec.ErrorClass = "store"
+	if err != nil {
+		// The outcome was recorded as far as it could be; the cause is ours.
+		if rec.ErrorClass == "" {
+			rec.ErrorClass = "store"
+		}
+		g.cfg.Logger.LogAttrs(ctx, slog.LevelError, "state write after dispatch failed; the lease will expire into UNKNOWN",
+			slog.String("tool", rec.Tool), slog.String("request_id", rec.RequestID), slog.String("cause", err.Error()))
 	}
 	return sub, nil
 }

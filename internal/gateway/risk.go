@@ -22,16 +22,16 @@ const outcomeEnum = `{"enum":["committed_and_verified","failed_without_effect","
  "dispatch_acknowledged_response_missing","provider_status_unavailable","verification_inconclusive",
  "incident_multiple_effects","pending"]}`
 
-var requestRiskReviewInput = json.RawMessage(`{
+const requestRiskReviewInput = `{
  "type":"object","additionalProperties":false,
  "properties":{
   "order_id":{"type":"string","minLength":1,"maxLength":64,"description":"The order to review, e.g. O20260728001."},
   "reason":{"type":"string","minLength":1,"maxLength":500,"description":"Why a review is needed."},
   "operation_id":` + operationIDSchema + `
  },
- "required":["order_id","reason"]}`)
+ "required":["order_id","reason"]}`
 
-var reviewOutput = json.RawMessage(`{
+const reviewOutput = `{
  "type":"object","additionalProperties":false,
  "properties":{
   "review_id":{"type":"string"},
@@ -46,12 +46,12 @@ var reviewOutput = json.RawMessage(`{
   "code":{"type":"string"},
   "message":{"type":"string"}
  },
- "required":["review_id","status","outcome","retry_allowed"]}`)
+ "required":["review_id","status","outcome","retry_allowed"]}`
 
-var reviewStatusInput = json.RawMessage(`{
+const reviewStatusInput = `{
  "type":"object","additionalProperties":false,
  "properties":{"review_id":{"type":"string","minLength":29,"maxLength":29,"pattern":"^op_[a-z2-7]{26}$"}},
- "required":["review_id"]}`)
+ "required":["review_id"]}`
 
 func (g *Gateway) riskTools() []mcpserver.Tool {
 	return []mcpserver.Tool{{
@@ -60,8 +60,8 @@ func (g *Gateway) riskTools() []mcpserver.Tool {
 		Description: "Request a risk review for an order your merchant owns. Exactly once per order: " +
 			"reuse operation_id on every retry. If the status is UNKNOWN, do not call again: " +
 			"call get_risk_review_status with the review_id.",
-		InputSchema:  requestRiskReviewInput,
-		OutputSchema: reviewOutput,
+		InputSchema:  json.RawMessage(requestRiskReviewInput),
+		OutputSchema: json.RawMessage(reviewOutput),
 		Annotations: &mcp.ToolAnnotations{Title: "Request a risk review", DestructiveHint: ptr(false),
 			IdempotentHint: true, OpenWorldHint: ptr(true)},
 		Handler: g.serve(g.requestRiskReview),
@@ -69,8 +69,8 @@ func (g *Gateway) riskTools() []mcpserver.Tool {
 		Name:         riskreview.ToolStatus,
 		Title:        "Risk review status",
 		Description:  "The current status of a risk review, by the review_id request_risk_review returned.",
-		InputSchema:  reviewStatusInput,
-		OutputSchema: reviewOutput,
+		InputSchema:  json.RawMessage(reviewStatusInput),
+		OutputSchema: json.RawMessage(reviewOutput),
 		Annotations:  &mcp.ToolAnnotations{Title: "Risk review status", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		Handler:      g.serve(g.riskReviewStatus),
 	}}
@@ -92,10 +92,14 @@ func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call, c t
 		err = tools.Fail(tools.CodeNotFound, false, nil, "no such review")
 	}
 	if err != nil {
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.withOperation(op)
-	res := g.renderReview(op, op.Key.OperationID, false, rec)
+	ownKey := "" // another client's operation_id is never revealed
+	if id := packet.OwnOperationID(op, c); id != nil {
+		ownKey = *id
+	}
+	res := g.renderReview(op, ownKey, false, rec)
 	res.IsError = false // the query itself succeeded; the status says the rest
 	return res
 }
@@ -106,8 +110,11 @@ func (g *Gateway) renderReview(op operation.Operation, operationID string, dedup
 		rec.Code = string(v.code)
 	}
 	body := map[string]any{
-		"review_id": op.Handle, "operation_id": operationID, "status": string(op.State),
+		"review_id": op.Handle, "status": string(op.State),
 		"outcome": string(op.Outcome), "deduplicated": deduplicated,
+	}
+	if operationID != "" {
+		body["operation_id"] = operationID
 	}
 	if op.ResourceID != "" {
 		body["downstream_review_id"] = op.ResourceID

@@ -55,15 +55,17 @@ func (g *Gateway) operationTools() []mcpserver.Tool {
 }
 
 func (g *Gateway) createTicket(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	sub, res := g.submit(ctx, call, c, rec, g.cfg.Release)
-	if res != nil {
-		return res
+	sub, refused := g.submit(ctx, call, c, rec, g.cfg.Release)
+	if refused != nil {
+		return refused
 	}
-	isError := sub.Operation.State != operation.StateSucceeded
-	if isError {
-		rec.Code = string(viewOf(sub.Operation, packet.ToolGetOperation, "operation_id").code)
+	res := release.NewResult(c, sub)
+	v := viewOf(sub.Operation, packet.ToolGetOperation, "operation_id")
+	if v.isError {
+		rec.Code = string(v.code)
+		res.Code, res.Message = v.code, v.message
 	}
-	return mcpserver.Result(release.NewResult(c, sub), isError)
+	return mcpserver.Result(res, v.isError)
 }
 
 // lookup finds the operation named by operation_id (the caller's own key)
@@ -85,22 +87,22 @@ func (g *Gateway) lookup(ctx context.Context, c tools.Caller, raw json.RawMessag
 func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, _, err := g.lookup(ctx, c, call.Arguments, "handle")
 	if err != nil {
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.withOperation(op)
-	return mcpserver.Success(packet.Build(op))
+	return mcpserver.Success(packet.Build(op, c))
 }
 
 func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, _, err := g.lookup(ctx, c, call.Arguments, "ticket_handle")
 	if err != nil {
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.withOperation(op)
-	approval, err := release.Approve(op)
+	approval, err := g.cfg.Release.Approve(c, op)
 	if err != nil {
 		rec.PolicyDecision = obs.PolicyDeny
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.PolicyDecision = obs.PolicyAllow
 	return mcpserver.Success(approval)
@@ -109,17 +111,18 @@ func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c too
 func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, args, err := g.lookup(ctx, c, call.Arguments, "handle")
 	if err != nil {
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.withOperation(op)
 	resolution, _ := args["resolution"].(string)
 	evidence, _ := args["evidence"].(string)
 	resourceID, _ := args["resource_id"].(string)
-	settled, err := release.Resolve(ctx, g.cfg.Executor, c, op, resolution, evidence, resourceID)
+	effectsRemoved, _ := args["effects_removed"].(bool)
+	settled, err := release.Resolve(ctx, g.cfg.Executor, c, op, resolution, evidence, resourceID, effectsRemoved)
 	if err != nil {
-		return g.failure(rec, err)
+		return g.failure(ctx, rec, err)
 	}
 	rec.PolicyDecision = obs.PolicyAllow
 	rec.withOperation(settled)
-	return mcpserver.Success(packet.Build(settled))
+	return mcpserver.Success(packet.Build(settled, c))
 }

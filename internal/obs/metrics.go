@@ -19,17 +19,21 @@ const (
 	UnitSeconds      = "Seconds"
 )
 
-// validUnits is the unit list of the EMF JSON schema.
-var validUnits = map[string]bool{
-	"Seconds": true, "Microseconds": true, "Milliseconds": true,
-	"Bytes": true, "Kilobytes": true, "Megabytes": true, "Gigabytes": true, "Terabytes": true,
-	"Bits": true, "Kilobits": true, "Megabits": true, "Gigabits": true, "Terabits": true,
-	"Percent": true, "Count": true,
-	"Bytes/Second": true, "Kilobytes/Second": true, "Megabytes/Second": true,
-	"Gigabytes/Second": true, "Terabytes/Second": true,
-	"Bits/Second": true, "Kilobits/Second": true, "Megabits/Second": true,
-	"Gigabits/Second": true, "Terabits/Second": true,
-	"Count/Second": true, "None": true,
+// validUnit reports whether u is in the unit list of the EMF JSON schema.
+func validUnit(u string) bool {
+	switch u {
+	case "Seconds", "Microseconds", "Milliseconds",
+		"Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes",
+		"Bits", "Kilobits", "Megabits", "Gigabits", "Terabits",
+		"Percent", "Count",
+		"Bytes/Second", "Kilobytes/Second", "Megabytes/Second",
+		"Gigabytes/Second", "Terabytes/Second",
+		"Bits/Second", "Kilobits/Second", "Megabits/Second",
+		"Gigabits/Second", "Terabits/Second",
+		"Count/Second", "None":
+		return true
+	}
+	return false
 }
 
 // EMF limits from the specification.
@@ -215,7 +219,7 @@ func (ms *Metrics) validate(m Metric) error {
 		return fmt.Errorf("obs: metric name %q is reserved", m.Name)
 	case math.IsNaN(m.Value) || math.IsInf(m.Value, 0):
 		return fmt.Errorf("obs: metric %q: value %v is not a finite number", m.Name, m.Value)
-	case m.Unit != "" && !validUnits[m.Unit]:
+	case m.Unit != "" && !validUnit(m.Unit):
 		return fmt.Errorf("obs: metric %q: unit %q is not a CloudWatch unit", m.Name, m.Unit)
 	case len(m.Dimensions)+len(ms.base) > emfMaxDimensions:
 		return fmt.Errorf("obs: metric %q: %d dimensions (base included), at most %d",

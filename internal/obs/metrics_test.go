@@ -347,3 +347,17 @@ func TestUnknownOldestAgeNeverGoesNegative(t *testing.T) {
 	_, root := assertEMFConforms(t, buf.Bytes())
 	assert.InDelta(t, 0.0, root[MetricUnknownOldestAge], 0)
 }
+
+func TestValidUnitsAreTheEMFSchemaList(t *testing.T) {
+	for _, u := range []string{"Seconds", "Microseconds", "Milliseconds",
+		"Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes",
+		"Bits", "Kilobits", "Megabits", "Gigabits", "Terabits", "Percent", "Count",
+		"Bytes/Second", "Kilobytes/Second", "Megabytes/Second", "Gigabytes/Second", "Terabytes/Second",
+		"Bits/Second", "Kilobits/Second", "Megabits/Second", "Gigabits/Second", "Terabits/Second",
+		"Count/Second", "None"} {
+		assert.True(t, validUnit(u), u)
+	}
+	for _, u := range []string{"", "count", "Widgets", "ms", "Seconds/Second"} {
+		assert.False(t, validUnit(u), u)
+	}
+}

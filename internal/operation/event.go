@@ -135,4 +135,8 @@ type Event struct {
 	NextAt     time.Time `json:"next_at,omitzero"`     // next probe or next_retry_at
 	LeaseUntil time.Time `json:"lease_until,omitzero"` // PENDING lease after a claim
 	Outcome    Outcome   `json:"outcome,omitempty"`
+	// WriteID is unique per attempted write. A writer whose write was
+	// applied but whose answer was lost recognises it by this id, where two
+	// workers that computed the same event at the same instant would not.
+	WriteID string `json:"write_id,omitempty"`
 }

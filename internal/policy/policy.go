@@ -93,6 +93,23 @@ func (g DeployGrants) CanCreateTicket(roles []string, team, service string) Deci
 	return allow("deployer granted service")
 }
 
+// CanApproveRollout: an operator, or a deployer whose team is granted the
+// ticket's service. Seeing a ticket (same tenant) is not enough to approve
+// its rollout: a tenant-mate without the deployer role, or a deployer of a
+// team that does not own the service, is denied.
+func (g DeployGrants) CanApproveRollout(roles []string, team, service string) Decision {
+	if slices.Contains(roles, RoleOperator) {
+		return allow("operator")
+	}
+	if !slices.Contains(roles, RoleDeployer) {
+		return deny("caller is neither a deployer nor an operator")
+	}
+	if service == "" || !slices.Contains(g[team], service) {
+		return deny("service not granted to the caller's team")
+	}
+	return allow("deployer granted service")
+}
+
 // CanResolve: only operators settle escalated operations.
 func CanResolve(roles []string) Decision {
 	if slices.Contains(roles, RoleOperator) {

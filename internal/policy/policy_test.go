@@ -67,3 +67,27 @@ func TestDeployGrants(t *testing.T) {
 	assert.True(t, policy.CanResolve([]string{"operator"}).Allow)
 	assert.False(t, policy.CanResolve([]string{"deployer"}).Allow)
 }
+
+func TestCanApproveRolloutNeedsAGrantedDeployerOrAnOperator(t *testing.T) {
+	g := policy.DeployGrants{"team-payments": {"payments-api"}, "team-billing": {"billing-api"}}
+	for _, tc := range []struct {
+		name    string
+		roles   []string
+		team    string
+		service string
+		allow   bool
+	}{
+		{"deployer of the owning team", []string{"deployer"}, "team-payments", "payments-api", true},
+		{"operator of any team", []string{"operator"}, "sre", "payments-api", true},
+		{"tenant-mate without roles", nil, "team-payments", "payments-api", false},
+		{"tenant-mate with another role", []string{"support"}, "team-payments", "payments-api", false},
+		{"deployer of another team", []string{"deployer"}, "team-billing", "payments-api", false},
+		{"deployer without a service", []string{"deployer"}, "team-payments", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := g.CanApproveRollout(tc.roles, tc.team, tc.service)
+			assert.Equal(t, tc.allow, d.Allow, d.Reason)
+			assert.NotEmpty(t, d.Reason)
+		})
+	}
+}

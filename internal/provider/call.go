@@ -133,7 +133,11 @@ func statusError(op string, resp response, notFound Class) *Error {
 	switch {
 	case resp.status == http.StatusNotFound:
 		e.Class = notFound
-	case resp.status == http.StatusRequestTimeout || resp.status == http.StatusTooManyRequests:
+	case resp.status == http.StatusRequestTimeout || resp.status == http.StatusTooManyRequests ||
+		resp.status == http.StatusConflict || resp.status == http.StatusTooEarly:
+		// 409 is what an idempotency-key server answers while a request with
+		// the same key is still being processed (IETF Idempotency-Key draft):
+		// the first attempt may yet commit, so it proves nothing.
 		e.Class = ClassUnknown
 	case resp.status >= 400 && resp.status < 500:
 		e.Class = ClassRejected

@@ -145,7 +145,9 @@ func TestServerBusyStatusesAreUnknownAndOtherRefusalsRejected(t *testing.T) {
 	for status, want := range map[int]provider.Class{
 		http.StatusBadRequest:          provider.ClassRejected,
 		http.StatusUnauthorized:        provider.ClassRejected,
-		http.StatusConflict:            provider.ClassRejected,
+		http.StatusConflict:            provider.ClassUnknown, // same key still in progress
+		http.StatusTooEarly:            provider.ClassUnknown,
+		http.StatusUnprocessableEntity: provider.ClassRejected,
 		http.StatusRequestTimeout:      provider.ClassUnknown,
 		http.StatusTooManyRequests:     provider.ClassUnknown,
 		http.StatusBadGateway:          provider.ClassUnknown,

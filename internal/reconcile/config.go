@@ -1,12 +1,14 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -17,6 +19,7 @@ const (
 	DefaultMaxPerInvocation = 100
 	DefaultReserve          = 2 * time.Second
 	DefaultOperator         = "release-oncall"
+	DefaultMaxStreamWait    = 10 * time.Second
 )
 
 // Backoff bounds: probes and retries back off exponentially from
@@ -45,6 +48,13 @@ type Config struct {
 	Jitter func(time.Duration) time.Duration
 	// Auditor, if set, receives one KindReconcile record per decision.
 	Auditor *obs.Auditor
+	// MaxStreamWait: a stream record for an operation due within this long
+	// is held until it is due (a prompt first probe once the settle window
+	// has passed) instead of being left to the next sweep. Default 10s.
+	MaxStreamWait time.Duration
+	// Sleep waits d or until ctx is done; tests inject one that advances
+	// their clock. Default: a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Service reconciles operations. Safe for concurrent use; holds no state
@@ -72,6 +82,18 @@ func New(cfg Config) (*Service, error) {
 		if r := f.Recovery(); r.ProbeBudget < 1 || r.RetryBudget < 0 || r.SettleWindow < 0 || r.MaxAge < 0 {
 			return nil, fmt.Errorf("reconcile: family %q: recovery needs ProbeBudget >= 1 and non-negative RetryBudget, SettleWindow, MaxAge", name)
 		}
+		if n := JournalNeeds(f.Recovery()); n > operation.MaxJournal {
+			return nil, fmt.Errorf("reconcile: family %q: its budgets can write %d journal events, more than the bound of %d; the escalation would not fit", name, n, operation.MaxJournal)
+		}
+	}
+	if cfg.MaxStreamWait == 0 {
+		cfg.MaxStreamWait = DefaultMaxStreamWait
+	}
+	if cfg.MaxStreamWait < 0 {
+		return nil, fmt.Errorf("reconcile: MaxStreamWait must not be negative, got %s", cfg.MaxStreamWait)
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
 	}
 	if cfg.BatchLimit == 0 {
 		cfg.BatchLimit = DefaultBatchLimit
@@ -124,4 +146,25 @@ func backoff(n int) time.Duration {
 // wait is backoff(n) with the configured jitter, never negative.
 func (s *Service) wait(n int) time.Duration {
 	return max(s.cfg.Jitter(backoff(n)), 0)
+}
+
+// JournalNeeds is the most journal events one operation can collect under
+// these budgets: intent and dispatch, then per attempt one outcome and its
+// probes, the claims between attempts, the escalation and the operator's
+// resolution. It must stay within operation.MaxJournal, or an operation
+// could be left unable to record its escalation.
+func JournalNeeds(r tools.Recovery) int {
+	attempts := r.RetryBudget + 1
+	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

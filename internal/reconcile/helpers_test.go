@@ -153,6 +153,12 @@ func identity(d time.Duration) time.Duration { return d }
 // due times are exact.
 func (f fixture) service(t *testing.T, families ...tools.WriteTool) *reconcile.Service {
 	t.Helper()
+	return f.serviceWith(t, func(*reconcile.Config) {}, families...)
+}
+
+// serviceWith builds the service with one configuration change.
+func (f fixture) serviceWith(t *testing.T, change func(*reconcile.Config), families ...tools.WriteTool) *reconcile.Service {
+	t.Helper()
 	byName := map[string]tools.WriteTool{}
 	if len(families) == 0 {
 		families = []tools.WriteTool{f.family}
@@ -160,10 +166,14 @@ func (f fixture) service(t *testing.T, families ...tools.WriteTool) *reconcile.S
 	for _, fam := range families {
 		byName[fam.Name()] = fam
 	}
-	svc, err := reconcile.New(reconcile.Config{
+	cfg := reconcile.Config{
 		Executor: f.exec, Families: byName, Operator: operator, Jitter: identity,
 		Auditor: obs.NewAuditor(f.audit),
-	})
+		// Waiting for an operation to become due moves the test clock.
+		Sleep: func(_ context.Context, d time.Duration) error { f.clock.Advance(d); return nil },
+	}
+	change(&cfg)
+	svc, err := reconcile.New(cfg)
 	require.NoError(t, err)
 	return svc
 }

@@ -55,7 +55,7 @@ func TestZeroMatchesWithoutProofStayUnknown(t *testing.T) {
 		wantDue       time.Duration // after now
 	}{
 		{"non-authoritative after the settle window", false, time.Minute, time.Second},
-		{"authoritative inside the settle window", true, 500 * time.Millisecond, 1500 * time.Millisecond},
+		{"authoritative inside the settle window", true, 500 * time.Millisecond, riskreviewSettle - 500*time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

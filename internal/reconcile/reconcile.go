@@ -108,7 +108,9 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		return s.decide(ctx, family, op, ev, res)
 	}
 
-	found, err := family.Probe(ctx, op)
+	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
+	found, err := family.Probe(pctx, op)
+	cancel()
 	if err != nil && ctx.Err() != nil {
 		// Our own invocation ran out; that says nothing about the provider.
 		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
@@ -118,7 +120,7 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	if source == "" {
 		source = family.Name()
 	}
-	settled := op.LastDispatchAt.Add(rec.SettleWindow)
+	settled := s.cfg.Executor.SettledAt(op, rec.SettleWindow)
 	var ev operation.Event
 	switch {
 	case err != nil:
@@ -167,7 +169,7 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 			Detail: fmt.Sprintf("escalated to %s: retry budget of %d exhausted after %d attempts", s.cfg.Operator, rec.RetryBudget, op.Attempts)}
 		return s.decide(ctx, family, op, ev, res)
 	}
-	if left, bounded := remaining(ctx); bounded && left < s.cfg.Reserve {
+	if left, bounded := remaining(ctx); bounded && left < s.cfg.Executor.ClaimNeeds() {
 		// A claim without time to send would burn a retry for nothing.
 		return skip(res, "too little time left to dispatch a claimed retry"), nil
 	}

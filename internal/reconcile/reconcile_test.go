@@ -54,7 +54,10 @@ func TestDroppedResponseAfterCommitConvergesToSucceededWithReceipt(t *testing.T)
 	assert.EqualValues(t, 1, recs[0]["probe_count"])
 }
 
-const riskreviewSettle = 2 * time.Second // riskreview.DefaultRecovery().SettleWindow
+// riskreviewSettle is how long after a dispatch starts a zero-match lookup
+// can prove absence: the fixture's downstream budget (2s, the latest our wait
+// can end) plus riskreview.DefaultRecovery().SettleWindow (2s).
+const riskreviewSettle = 4 * time.Second
 
 func TestProvenAbsenceThenEightReconcilersClaimExactlyOnce(t *testing.T) {
 	f := newFixture(t)

@@ -92,7 +92,30 @@ func (s *Service) handleRecord(ctx context.Context, rec events.DynamoDBEventReco
 	if op.Version < imageVersion {
 		return Result{}, fmt.Errorf("stream %s: consistent read returned version %d older than the image's %d", handle, op.Version, imageVersion)
 	}
+	if op, err = s.holdUntilDue(ctx, op); err != nil {
+		return Result{}, fmt.Errorf("stream %s: %w", handle, err)
+	}
 	return s.Reconcile(ctx, op)
+}
+
+// holdUntilDue waits for an operation that becomes due within
+// MaxStreamWait, when the invocation has time for it, and reads it again:
+// the record's first probe then comes as soon as the settle window allows,
+// not at the next sweep. Anything due later is left to the sweep.
+func (s *Service) holdUntilDue(ctx context.Context, op operation.Operation) (operation.Operation, error) {
+	wait := op.DueAt.Sub(s.cfg.Executor.Now())
+	if !op.State.NeedsReconciliation() || wait <= 0 || wait > s.cfg.MaxStreamWait {
+		return op, nil
+	}
+	if left, bounded := remaining(ctx); bounded && left-wait < s.cfg.Reserve {
+		return op, nil
+	}
+	if err := s.cfg.Sleep(ctx, wait); err != nil {
+		return op, fmt.Errorf("wait until due: %w", err)
+	}
+	sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	defer cancel()
+	return s.st.Get(sctx, op.Handle)
 }
 
 func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {

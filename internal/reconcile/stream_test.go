@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 )
 
@@ -30,14 +31,33 @@ func streamRecord(seq string, op operation.Operation, state operation.State) eve
 	}
 }
 
-func TestStreamBatchReportsOnlyThePoisonedRecord(t *testing.T) {
+func TestStreamHoldsARecordDueSoonThenProbesIt(t *testing.T) {
 	f := newFixture(t)
 	svc := f.service(t)
+	unknown := f.submitUnknown(t, riskapi.CreateDropResponseAfterCommit, "op-stream-held1", orderID(9))
+	start := f.clock.Now()
+
+	resp, err := svc.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		streamRecord("300", unknown, operation.StateUnknown),
+	}})
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	got := f.get(t, unknown.Handle)
+	assert.Equal(t, operation.StateSucceeded, got.State, "the first probe came from the stream, once the settle window passed")
+	assert.Equal(t, unknown.DueAt, f.clock.Now(), "held exactly until due")
+	assert.True(t, f.clock.Now().After(start))
+	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
+}
+
+func TestStreamBatchReportsOnlyThePoisonedRecord(t *testing.T) {
+	f := newFixture(t)
+	// Due later than the stream may hold it: left to the sweep.
+	svc := f.serviceWith(t, func(c *reconcile.Config) { c.MaxStreamWait = time.Second })
 	ctx := context.Background()
 	unknown := f.submitUnknown(t, riskapi.CreateDropResponseAfterCommit, "op-stream-00001", orderID(7))
 
 	// Fresh from the executor, the UNKNOWN is not due before its settle
-	// window: skipped, not failed.
+	// window, and that is beyond the hold: skipped, not failed.
 	resp, err := svc.HandleStream(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
 		streamRecord("100", unknown, operation.StateUnknown),
 	}})

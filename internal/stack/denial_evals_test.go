@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/testclock"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools/packet"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
@@ -80,6 +82,7 @@ func TestDenialEval_timeout_after_provider_commit_verify_existing_effect(t *test
 	res, isErr := call(t, r.deployer, release.ToolCreate, ticketArgs("8bc911d", "deploy-ticket-payments-8bc911d"))
 	assert.True(t, isErr)
 	assert.Equal(t, "UNKNOWN", res["status"])
+	assert.Equal(t, "OPERATION_UNKNOWN", res["code"])
 	assert.Equal(t, false, res["retry_allowed"])
 
 	r.clock.Advance(time.Minute) // past the settle window and the index lag
@@ -250,4 +253,30 @@ func TestDeployerNamingAnotherServiceIsForbiddenBeforeAnyEffect(t *testing.T) {
 	st := r.Release.Stats()
 	assert.Equal(t, 0, st.CreateCalls)
 	assert.Equal(t, 0, st.MaxInFlight)
+}
+
+func TestParallelCallersOnTwoReplicasShareOneTicketRecord(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 2, nil, stack.Config{Clock: clock.Now, ReleaseSearchLag: searchLag})
+	tok := h.token(t, "DEPLOYER")
+	const callers = 8
+	sessions := make([]*mcp.ClientSession, callers)
+	for i := range sessions {
+		sessions[i] = connect(t, h.MCPURLs[i%2], tok, protocolNew)
+	}
+	results := make([]map[string]any, callers)
+	testsync.Race(callers, func(i int) {
+		// Half reuse the first intent's key, half are "subagents" inventing their own.
+		opID := "deploy-op-shared-1"
+		if i%2 == 1 {
+			opID = fmt.Sprintf("deploy-op-agent-%d", i)
+		}
+		results[i], _ = call(t, sessions[i], release.ToolCreate, ticketArgs("8bc911d", opID))
+	})
+	for _, res := range results {
+		assert.Equal(t, results[0]["ticket_handle"], res["ticket_handle"], "one shared record")
+	}
+	st := h.Release.Stats()
+	assert.Equal(t, 1, st.CreateCalls)
+	assert.Equal(t, 1, st.TicketsCommitted)
 }

@@ -19,8 +19,10 @@ import (
 // Config of the store. Defaults are filled by New.
 type Config struct {
 	Table string
-	// Retention is how long a settled operation is kept before DynamoDB's
-	// TTL removes it (and its business key). Default 90 days.
+	// Retention is how long a FAILED operation (proven no effect, business
+	// key already released) is kept before DynamoDB's TTL removes it.
+	// Default 90 days. Nothing else expires: a live or succeeded operation
+	// and its business key record a fact that stays true.
 	Retention time.Duration
 	// ConflictRetries bounds retries of a transaction the engine cancelled
 	// for a concurrent transaction on the same items (not a condition).

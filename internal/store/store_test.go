@@ -3,8 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,7 +217,7 @@ func TestFailedReleasesTheBusinessKey(t *testing.T) {
 	assert.Equal(t, store.Inserted, res.Kind)
 }
 
-func TestSucceededKeepsTheBusinessKeyWithTTL(t *testing.T) {
+func TestSucceededKeepsItsBusinessKeyForever(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	op := newOp(t, "client-a", "op-00000001", "bk|keep", "r")
@@ -221,7 +226,51 @@ func TestSucceededKeepsTheBusinessKeyWithTTL(t *testing.T) {
 	require.NoError(t, err)
 	bk := f.rawItem(t, "bk#bk|keep")
 	require.NotEmpty(t, bk)
-	assert.Contains(t, bk, "expires_at")
+	assert.NotContains(t, bk, "expires_at", "an expired claim would let the same fact be created again")
+	assert.NotContains(t, f.rawItem(t, "op#"+op.Handle), "expires_at")
+}
+
+// lostAnswer applies the first UpdateItem at the engine, then loses its
+// answer the way a reset connection does; the SDK retries the same request.
+type lostAnswer struct {
+	next    dynamodb.HTTPClient
+	dropped atomic.Bool
+}
+
+func (c *lostAnswer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(req)
+	if err == nil && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".UpdateItem") && c.dropped.CompareAndSwap(false, true) {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	return resp, err
+}
+
+func TestOwnAppliedTransitionWithALostAnswerIsSuccessNotStale(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	flaky := &lostAnswer{}
+	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) {
+		flaky.next = o.HTTPClient
+		o.HTTPClient = flaky
+	})
+	st, err := store.New(db, store.Config{Table: f.table})
+	require.NoError(t, err)
+	op := newOp(t, "client-a", "op-00000001", "bk|lost", "r")
+	f.insert(t, op)
+
+	next, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.NoError(t, err, "the engine applied our write; the retry's failed condition must not turn it into a lost race")
+	require.True(t, flaky.dropped.Load(), "the answer was really lost and retried")
+	assert.Equal(t, operation.StateUnknown, next.State)
+	stored, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), stored.Version, "applied once")
+
+	// Another writer's identical-looking event is still a lost race.
+	_, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.ErrorIs(t, err, store.ErrStale)
 }
 
 func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {

@@ -17,16 +17,23 @@ import (
 
 // Transition applies ev to the operation as read (current) in one
 // conditional write: version = current.Version AND state = current.State.
-// The same write bumps the version, appends the journal event, sets or
-// removes the reconciliation index attributes, and sets the TTL once the
-// operation is settled. Entering FAILED also deletes the business-key item in
-// the same transaction (a new attempt at the fact becomes possible);
-// entering SUCCEEDED gives the business-key item the same TTL.
+// The same write bumps the version, appends the journal event and sets or
+// removes the reconciliation index attributes. Entering FAILED (proven no
+// effect) also deletes the business-key item in the same transaction, so a
+// new attempt at the fact becomes possible, and gives the operation its TTL.
+// A SUCCEEDED operation and its business key are kept: the fact they record
+// stays true, and an expired claim would let the same fact be created again.
 //
 // An illegal event or a full journal is refused before any write. If the
 // operation moved on meanwhile, nothing is written and a *StaleError carries
-// the stored operation.
+// the stored operation. If the "stale" item is our own write (the engine
+// applied it, the answer was lost and the SDK retried), that is success.
 func (s *Store) Transition(ctx context.Context, current operation.Operation, ev operation.Event) (operation.Operation, error) {
+	writeID, err := newNonce()
+	if err != nil {
+		return operation.Operation{}, err
+	}
+	ev.WriteID = writeID
 	next, err := current.Apply(ev)
 	if err != nil {
 		return operation.Operation{}, fmt.Errorf("transition %s: %w", current.Handle, err)
@@ -38,8 +45,8 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 	}
 
 	switch next.State {
-	case operation.StateFailed, operation.StateSucceeded:
-		err = s.transitionWithBusinessKey(ctx, current, next, update)
+	case operation.StateFailed:
+		err = s.transitionReleasingBusinessKey(ctx, current, update)
 	default:
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.cfg.Table), Key: update.Key,
@@ -52,35 +59,34 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 			err = staleFrom(current.Handle, ccf.Item)
 		}
 	}
+	var stale *StaleError
+	if errors.As(err, &stale) && stale.Current != nil && ownWrite(*stale.Current, next) {
+		return next, nil
+	}
 	if err != nil {
 		return operation.Operation{}, fmt.Errorf("transition %s %s->%s: %w", current.Handle, current.State, next.State, err)
 	}
 	return next, nil
 }
 
-// transitionWithBusinessKey settles the operation and its business key
-// together, so a FAILED operation never keeps blocking its fact and a
-// SUCCEEDED one never outlives its claim.
-func (s *Store) transitionWithBusinessKey(ctx context.Context, current, next operation.Operation, update *types.Update) error {
-	holder := &types.AttributeValueMemberS{Value: opPK(current.Handle)}
-	bkCond := aws.String("attribute_not_exists(pk) OR operation_pk = :holder")
-	var bkItem types.TransactWriteItem
-	if next.State == operation.StateFailed {
-		bkItem.Delete = &types.Delete{
-			TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.BusinessKey)),
-			ConditionExpression:       bkCond,
-			ExpressionAttributeValues: map[string]types.AttributeValue{":holder": holder},
-		}
-	} else {
-		bkItem.Update = &types.Update{
-			TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.BusinessKey)),
-			UpdateExpression:    aws.String("SET expires_at = :exp"),
-			ConditionExpression: aws.String("operation_pk = :holder"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":holder": holder, ":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(s.expiry(next), 10)},
-			},
-		}
+// ownWrite reports whether stored is exactly next: same version and, as
+// its last journal event, the one this call wrote (its WriteID is unique).
+func ownWrite(stored, next operation.Operation) bool {
+	if stored.Version != next.Version || len(stored.Journal) == 0 || len(next.Journal) == 0 {
+		return false
 	}
+	return stored.Journal[len(stored.Journal)-1].WriteID == next.Journal[len(next.Journal)-1].WriteID
+}
+
+// transitionReleasingBusinessKey records FAILED and deletes the business
+// key in one transaction, so a proven no-effect never keeps blocking its fact.
+func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current operation.Operation, update *types.Update) error {
+	holder := &types.AttributeValueMemberS{Value: opPK(current.Handle)}
+	bkItem := types.TransactWriteItem{Delete: &types.Delete{
+		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.BusinessKey)),
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR operation_pk = :holder"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":holder": holder},
+	}}
 	update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Update: update}, bkItem},
@@ -174,7 +180,7 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		drop(attrGSI1PK)
 		drop(attrGSI1SK)
 	}
-	if next.State.Settled() {
+	if next.State == operation.StateFailed {
 		if err := put(attrExpires, s.expiry(next)); err != nil {
 			return nil, err
 		}

@@ -65,7 +65,9 @@ func (e *Executor) visibleOrFail(caller Caller, op operation.Operation, err erro
 	case errors.Is(err, store.ErrNotFound):
 		return operation.Operation{}, Fail(CodeNotFound, false, nil, "no such operation")
 	case err != nil:
-		return operation.Operation{}, Fail(CodeTemporaryUnavailable, true, nil, "the operation store is unavailable; retry shortly")
+		f := Fail(CodeTemporaryUnavailable, true, nil, "the operation store is unavailable; retry shortly")
+		f.Cause = err
+		return operation.Operation{}, f
 	case !Visible(caller, op):
 		return operation.Operation{}, Fail(CodeNotFound, false, nil, "no such operation")
 	}

@@ -70,6 +70,24 @@ func (e *Executor) Lease() time.Duration {
 	return e.cfg.Budget.Downstream + 2*e.cfg.Budget.Store + e.cfg.LeaseMargin
 }
 
+// Budget is the deadline budget every call and dispatch runs under.
+func (e *Executor) Budget() admission.BudgetConfig { return e.cfg.Budget }
+
+// SettledAt is when a zero-match lookup for op can first prove absence: the
+// settle window counted from the latest moment our wait for the last
+// dispatch can have ended (its start plus the downstream budget), not from
+// when it started, since a provider may commit after we gave up.
+func (e *Executor) SettledAt(op operation.Operation, settle time.Duration) time.Time {
+	return op.LastDispatchAt.Add(e.cfg.Budget.Downstream + settle)
+}
+
+// ClaimNeeds is the time a claimed re-send needs: the dispatch, two store
+// writes and the reserve. A claim with less left would burn a retry.
+func (e *Executor) ClaimNeeds() time.Duration {
+	b := e.cfg.Budget
+	return b.Reserve + b.Downstream + 2*b.Store
+}
+
 // Now is the executor's clock.
 func (e *Executor) Now() time.Time { return e.cfg.Clock() }
 
@@ -131,8 +149,10 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
 	cancel()
 	if err != nil {
-		return Submission{}, Fail(CodeTemporaryUnavailable, true, nil,
+		f := Fail(CodeTemporaryUnavailable, true, nil,
 			"the operation could not be recorded; nothing was sent; retry with the same operation_id")
+		f.Cause = err
+		return Submission{}, f
 	}
 	sub := Submission{Operation: res.Operation, OperationID: opID, Digest: digest}
 	switch res.Kind {
@@ -208,6 +228,12 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			switch provider.ClassOf(err) {
 			case provider.ClassRejected:
 				ev = operation.Event{Type: operation.EventBusinessRejected, Source: tool.Name(), Detail: ErrorDetail(err)}
+				if op.Attempts > 1 {
+					// A refusal of a re-send says nothing about an earlier
+					// attempt still in flight at the provider: not proof.
+					ev = operation.Event{Type: operation.EventResponseMissing, Source: tool.Name(),
+						Detail: "re-send refused (" + ErrorDetail(err) + "); an earlier attempt may still commit"}
+				}
 			case provider.ClassNotDispatched:
 				ev = operation.Event{Type: operation.EventNotDispatched, Detail: ErrorDetail(err), NextAt: now.Add(e.cfg.NotDispatchedDelay)}
 			default:
@@ -222,7 +248,7 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 		}
 		if ev.Type == operation.EventClientTimeout || ev.Type == operation.EventResponseMissing || ev.Type == operation.EventVerifyFailed {
 			// First probe once the provider's settle window has passed.
-			ev.NextAt = now.Add(tool.Recovery().SettleWindow)
+			ev.NextAt = e.SettledAt(op, tool.Recovery().SettleWindow)
 		}
 	}
 	ev.At = e.cfg.Clock()

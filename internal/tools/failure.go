@@ -43,12 +43,17 @@ type Failure struct {
 	Message      string
 	RetryAllowed bool
 	Next         *NextAction
-	// Operation, when set, is the operation the failure is about (e.g. the
+	// Handle, when set, is the operation the failure is about (e.g. the
 	// stored one a conflicting digest collided with): for audit, never shown.
 	Handle string
+	// Cause is the underlying error, for logs; never shown to the caller.
+	Cause error
 }
 
 func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Code, f.Message) }
+
+// Unwrap exposes the cause to errors.Is and errors.As.
+func (f *Failure) Unwrap() error { return f.Cause }
 
 // Fail builds a Failure.
 func Fail(code Code, retryAllowed bool, next *NextAction, format string, args ...any) *Failure {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,8 @@ const sampleHandle = "op_7fgjusrq3vwpnnhehmy5e3gcwu"
 // TestReconcilerFunctionUnderEmulatorHandlesStreamAndSchedule runs the real
 // reconciler binary under the emulator with the recorded stream batches and
 // the scheduled event, against an operation left UNKNOWN by a dropped
-// response (the settle window is 0s for both the test and the function).
+// response (the settle window is 0s and the downstream budget 300ms for both
+// the test and the function).
 func TestReconcilerFunctionUnderEmulatorHandlesStreamAndSchedule(t *testing.T) {
 	t.Parallel()
 	b := needBinaries(t)
@@ -42,6 +44,10 @@ func TestReconcilerFunctionUnderEmulatorHandlesStreamAndSchedule(t *testing.T) {
 	require.Equal(t, sampleHandle, sub.Operation.Handle, "the sample names this operation")
 
 	em := startEmulator(t, b.emulator, b.reconciler, sys.functionEnv("intentgate-reconciler"))
+	// A zero-match lookup proves absence only after the settle point (the
+	// downstream budget, 300ms here, plus the 0s settle window); a found
+	// review needs no wait, but the stream handler reconciles only what is due.
+	time.Sleep(time.Until(sys.app.Executor.SettledAt(sub.Operation, 0)))
 
 	t.Run("stream-unknown converges to SUCCEEDED", func(t *testing.T) {
 		raw := em.invoke(t, sample(t, "stream-unknown.json"))

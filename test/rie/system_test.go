@@ -120,6 +120,7 @@ func newSystem(t *testing.T) system {
 		"INTENTGATE_RISK_API_URL":       riskSrv.URL,
 		"INTENTGATE_RISK_API_KEY":       riskAPIKey,
 		"INTENTGATE_RISK_SETTLE_WINDOW": "0s",
+		"INTENTGATE_BUDGET_DOWNSTREAM":  "300ms",
 		"INTENTGATE_RELEASE_API_URL":    releaseSrv.URL,
 		"INTENTGATE_RELEASE_API_KEY":    releaseAPIKey,
 		"INTENTGATE_DEPLOY_GRANTS":      deployGrants,

@@ -19,8 +19,10 @@ const (
 
 // Packet is the review packet. Field names follow seed 001.
 type Packet struct {
-	// OperationID is the caller's own key for the operation.
-	OperationID string `json:"operation_id"`
+	// OperationID is the viewer's own key for the operation; null when the
+	// operation belongs to another client (a tenant-mate's or, for an
+	// operator, anyone's): one client's key is never revealed to another.
+	OperationID *string `json:"operation_id"`
 	// Handle is the opaque public handle (ticket_handle, review_id); it is
 	// what an operator uses, since operation_ids are scoped per client.
 	Handle string `json:"handle"`
@@ -59,10 +61,11 @@ type Packet struct {
 	Timeline   []TimelineEntry `json:"timeline"`
 }
 
-// Build makes the review packet of op.
-func Build(op operation.Operation) Packet {
+// Build makes the review packet of op as viewer may see it: the
+// operation_id only when viewer is the client that chose it.
+func Build(op operation.Operation, viewer tools.Caller) Packet {
 	p := Packet{
-		OperationID:                         op.Key.OperationID,
+		OperationID:                         OwnOperationID(op, viewer),
 		Handle:                              op.Handle,
 		Tool:                                op.Key.Tool,
 		State:                               string(op.State),
@@ -77,7 +80,7 @@ func Build(op operation.Operation) Packet {
 		RequestDigest:                       op.RequestDigest,
 		Target:                              map[string]string{},
 		RetryAllowed:                        false,
-		NextAction:                          NextAction(op),
+		NextAction:                          NextAction(op, viewer),
 		Escalation:                          optional(op.Escalation),
 		CreatedAt:                           op.CreatedAt,
 		UpdatedAt:                           op.UpdatedAt,
@@ -96,20 +99,39 @@ func optional(s string) *string {
 	return &s
 }
 
-// NextAction is what a caller holding op should do next. It never tells a
+// OwnOperationID is op's operation_id if viewer is the client that chose
+// it, else nil.
+func OwnOperationID(op operation.Operation, viewer tools.Caller) *string {
+	if op.Key.ClientID == "" || op.Key.ClientID != viewer.ClientID {
+		return nil
+	}
+	return optional(op.Key.OperationID)
+}
+
+// ReadArgs are the get_operation arguments that name op for viewer: its
+// own operation_id, or the public handle for anyone else's operation.
+func ReadArgs(op operation.Operation, viewer tools.Caller) map[string]string {
+	if id := OwnOperationID(op, viewer); id != nil {
+		return map[string]string{"operation_id": *id}
+	}
+	return map[string]string{"handle": op.Handle}
+}
+
+// NextAction is what viewer, holding op, should do next. It never tells a
 // caller to send the write again: a new intent needs a new operation_id,
-// and only the reconciler re-sends an existing one.
-func NextAction(op operation.Operation) tools.NextAction {
-	byID := map[string]string{"operation_id": op.Key.OperationID}
+// and only the reconciler re-sends an existing one. Its arguments name op
+// by ReadArgs, so they reveal no other client's operation_id.
+func NextAction(op operation.Operation, viewer tools.Caller) tools.NextAction {
+	readArgs := ReadArgs(op, viewer)
 	switch op.State {
 	case operation.StatePending:
-		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
 			Hint: "the write is in flight; read the operation again shortly; do not send it again and do not start dependent actions"}
 	case operation.StateUnknown:
-		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
 			Hint: "the outcome is unknown; the reconciler is looking for the effect; do not send the write again, do not start dependent actions, do not report it done"}
 	case operation.StateRetryable:
-		return tools.NextAction{Tool: ToolGetOperation, Arguments: byID,
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
 			Hint: "the effect was proven absent; the reconciler will re-send it with the same request key; do not send it yourself"}
 	case operation.StateEscalated:
 		return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
@@ -120,5 +142,5 @@ func NextAction(op operation.Operation) tools.NextAction {
 	case operation.StateSucceeded:
 		return tools.NextAction{Hint: "the effect is verified and has a receipt; dependent actions may proceed"}
 	}
-	return tools.NextAction{Tool: ToolGetOperation, Arguments: byID, Hint: "read the operation again"}
+	return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs, Hint: "read the operation again"}
 }

@@ -10,8 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/packet"
 )
+
+// owner is the client that chose the seed operation's operation_id.
+var owner = tools.Caller{ClientID: "claude-code", UserID: "dev-alice", TenantID: "team-payments", Roles: []string{"deployer"}}
 
 // Seed 001's timeline instants.
 var (
@@ -70,7 +74,7 @@ func marshal(t *testing.T, p packet.Packet) map[string]any {
 
 func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
 	op := found(t, seedOp(t))
-	m := marshal(t, packet.Build(op))
+	m := marshal(t, packet.Build(op, owner))
 
 	// external_write_review, field for field as in seed 001.
 	for field, want := range map[string]any{
@@ -117,7 +121,7 @@ func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
 
 func TestUnknownPacketSaysSoAndBlocksDependents(t *testing.T) {
 	op := seedOp(t)
-	p := packet.Build(op)
+	p := packet.Build(op, owner)
 	m := marshal(t, p)
 	assert.Equal(t, "UNKNOWN", m["state"])
 	assert.Equal(t, "dispatch_acknowledged_response_missing", m["outcome"])
@@ -134,7 +138,7 @@ func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
 	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Source: "release_provider",
 		Duplicates: 2, Detail: "search ...: multiple_exact_matches(2)"})
 	require.NoError(t, err)
-	p := packet.Build(op)
+	p := packet.Build(op, owner)
 	m := marshal(t, p)
 	assert.Equal(t, "ESCALATED", m["state"])
 	assert.Equal(t, "incident_multiple_effects", m["outcome"])
@@ -151,7 +155,7 @@ func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
 	resolved, err := op.Apply(operation.Event{Type: operation.EventOperatorSucceeded, At: probeAt.Add(time.Hour), Actor: "op-olga",
 		Source: "operator", Result: "resolved_succeeded", ResourceID: "ticket-9472", Receipt: "receipt-1", Detail: "kept ticket-9472"})
 	require.NoError(t, err)
-	rp := packet.Build(resolved)
+	rp := packet.Build(resolved, owner)
 	marshal(t, rp)
 	assert.False(t, rp.DependentActionsBlocked)
 	assert.Equal(t, "kept ticket-9472", rp.Timeline[len(rp.Timeline)-1].Detail)
@@ -162,9 +166,33 @@ func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
 	op := seedOp(t)
 	for _, s := range operation.AllStates() {
 		op.State = s
-		next := packet.NextAction(op)
+		next := packet.NextAction(op, owner)
 		assert.NotEmpty(t, next.Hint, s)
 		assert.NotEqual(t, op.Key.Tool, next.Tool, "%s: the next action is never the write itself", s)
-		assert.False(t, packet.Build(op).RetryAllowed)
+		assert.False(t, packet.Build(op, owner).RetryAllowed)
 	}
+}
+
+func TestPacketHidesAnotherClientsOperationID(t *testing.T) {
+	op := seedOp(t)
+	for name, viewer := range map[string]tools.Caller{
+		"tenant-mate on another client": {ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"deployer"}},
+		"operator":                      {ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{"operator"}},
+		"same user on another client":   {ClientID: "cursor", UserID: "dev-alice", TenantID: "team-payments"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := packet.Build(op, viewer)
+			m := marshal(t, p)
+			assert.Nil(t, m["operation_id"], "another client's operation_id is never shown")
+			assert.Equal(t, op.Handle, m["handle"], "the handle is always shown")
+			assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments,
+				"the next action names the operation by handle, not by the hidden operation_id")
+			data, err := json.Marshal(p)
+			require.NoError(t, err)
+			assert.NotContains(t, string(data), op.Key.OperationID)
+		})
+	}
+
+	own := marshal(t, packet.Build(op, owner))
+	assert.Equal(t, "deploy-ticket-payments-8bc911d", own["operation_id"])
 }

@@ -20,7 +20,7 @@ const OutputSchema = `{
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "operation_id": {"type": "string", "minLength": 8, "maxLength": 128},
+    "operation_id": {"type": ["string", "null"], "minLength": 8, "maxLength": 128, "description": "Your own key for the operation; null when it belongs to another client (use handle)."},
     "handle": {"type": "string", "pattern": "^op_[a-z2-7]{26}$"},
     "tool": {"type": "string"},
     "state": {"type": "string", "enum": ["PENDING", "SUCCEEDED", "FAILED", "UNKNOWN", "RETRYABLE", "ESCALATED"]},

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/packet"
@@ -28,6 +29,9 @@ func walk(t *testing.T, events ...operation.Event) operation.Operation {
 	}
 	return op
 }
+
+// approver is a family that only approves: Approve reads no provider.
+var approver = release.New(nil, grants, release.DefaultRecovery())
 
 func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 	pending := unknownOp(t, paymentsTarget(), t0, t0)
@@ -50,7 +54,7 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		{"another family", foreignTool, "is not a deployment ticket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := release.Approve(tc.op)
+			_, err := approver.Approve(alice, tc.op)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
 			assert.Contains(t, fail.Message, tc.want)
 			assert.False(t, fail.RetryAllowed)
@@ -60,9 +64,10 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		})
 	}
 
-	ok, err := release.Approve(walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9472", Receipt: "receipt-61b8"}))
+	ok, err := approver.Approve(alice, walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9472", Receipt: "receipt-61b8"}))
 	require.NoError(t, err)
-	assert.Equal(t, release.Approval{TicketHandle: ok.TicketHandle, OperationID: "deploy-ticket-probe-1", TicketID: "ticket-9472", EffectReceipt: "receipt-61b8", Decision: "approved"}, ok)
+	opID := "deploy-ticket-probe-1"
+	assert.Equal(t, release.Approval{TicketHandle: ok.TicketHandle, OperationID: &opID, TicketID: "ticket-9472", EffectReceipt: "receipt-61b8", Decision: "approved"}, ok)
 }
 
 // escalated drives a real operation to ESCALATED the way the reconciler
@@ -90,23 +95,23 @@ func escalated(t *testing.T, f fixture) operation.Operation {
 func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f)
-	_, err := release.Approve(op)
+	_, err := f.family.Approve(alice, op)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
-	_, err = release.Resolve(context.Background(), f.ex, alice, op, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001")
+	_, err = release.Resolve(context.Background(), f.ex, alice, op, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeForbidden)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, "checked release queue", "")
+	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, "checked release queue", "", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, "MAYBE", "checked", "ticket-9001")
+	_, err = release.Resolve(context.Background(), f.ex, operator, op, "MAYBE", "checked", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001")
+	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
 	stored, err := f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, stored.State, "refused resolutions change nothing")
 
 	evidence := "Two tickets in the release queue; kept ticket-9001, cancelled ticket-9002 (INC-123)."
-	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, evidence, "ticket-9001")
+	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, evidence, "ticket-9001", false)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateSucceeded, settled.State)
 	assert.Equal(t, operation.OutcomeCommittedAndVerified, settled.Outcome)
@@ -121,25 +126,40 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	stored, err = f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	assert.Equal(t, settled.Version, stored.Version)
-	approval, err := release.Approve(stored)
+	approval, err := f.family.Approve(alice, stored)
 	require.NoError(t, err)
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 
 	// The stale copy cannot be resolved again; the settled one is not ESCALATED.
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "second opinion", "")
-	requireFailure(t, err, tools.CodePreconditionFailed)
-	_, err = release.Resolve(context.Background(), f.ex, operator, stored, release.ResolutionFailed, "second opinion", "")
+	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "second opinion", "", true)
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "changed while it was being resolved")
+	_, err = release.Resolve(context.Background(), f.ex, operator, stored, release.ResolutionFailed, "second opinion", "", true)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
 }
 
-func TestResolveFailedReleasesTheBusinessKey(t *testing.T) {
+func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f)
-	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "both tickets cancelled by release team", "")
+	_, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "both tickets look wrong", "", false)
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "effects_removed")
+	stored, err := f.st.Get(context.Background(), op.Handle)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateEscalated, stored.State, "a refused FAILED keeps the business key held")
+	dedup, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-while-incident"))
+	require.NoError(t, err)
+	assert.True(t, dedup.Deduplicated, "the incident still holds the target: no third ticket")
+
+	evidence := "both tickets cancelled by release team"
+	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, evidence, "", true)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
-	_, err = release.Approve(settled)
+	last := settled.Journal[len(settled.Journal)-1]
+	assert.Equal(t, operation.EventOperatorFailed, last.Type)
+	assert.Equal(t, evidence+"\n"+release.EffectsRemovedStatement, last.Detail, "the operator's statement is journaled")
+	_, err = f.family.Approve(alice, settled)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
 	again, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-after-incident"))
@@ -148,12 +168,100 @@ func TestResolveFailedReleasesTheBusinessKey(t *testing.T) {
 	assert.Equal(t, operation.StateSucceeded, again.Operation.State)
 }
 
+func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
+	f := newFixture(t, 0)
+	incident := walk(t, operation.Event{Type: operation.EventProbeMultiple, Duplicates: 2})
+	incidentNoCount := walk(t, operation.Event{Type: operation.EventProbeMultiple})
+	withResource := walk(t, operation.Event{Type: operation.EventProbeBudgetExhausted})
+	withResource.ResourceID = "ticket-9001" // e.g. a create reported it but verification never confirmed it
+	noEffect := walk(t, operation.Event{Type: operation.EventProbeBudgetExhausted})
+	for _, tc := range []struct {
+		name       string
+		op         operation.Operation
+		resourceID string
+	}{
+		{"incident with duplicates", incident, ""},
+		{"incident outcome", incidentNoCount, ""},
+		{"recorded resource", withResource, ""},
+		{"resource named by the operator", noEffect, "ticket-9001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := release.Resolve(context.Background(), f.ex, operator, tc.op, release.ResolutionFailed, "nothing to keep", tc.resourceID, false)
+			fail := requireFailure(t, err, tools.CodePreconditionFailed)
+			assert.Contains(t, fail.Message, "effects of this operation exist")
+			assert.Contains(t, fail.Message, "effects_removed: true")
+			require.NotNil(t, fail.Next)
+			assert.Equal(t, map[string]string{"handle": tc.op.Handle}, fail.Next.Arguments, "the operator is not shown alice's operation_id")
+		})
+	}
+	_, err := release.Resolve(context.Background(), f.ex, operator, incident, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
+	requireFailure(t, err, tools.CodeInvalidArgument)
+}
+
+func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
+	f := newFixture(t, 0)
+	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateTimeoutBeforeCommit, Times: 1}}})
+	sub, err := f.submit(t, alice, paymentsArgs)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateUnknown, sub.Operation.State)
+	require.Empty(t, sub.Operation.ResourceID)
+	op, err := f.ex.Transition(context.Background(), release.ToolCreate, sub.Operation, operation.Event{
+		Type: operation.EventProbeBudgetExhausted, At: f.clock.Now(), Source: "reconciler"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateEscalated, op.State)
+
+	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, settled.State)
+	assert.Equal(t, "no ticket in the release queue", settled.Journal[len(settled.Journal)-1].Detail)
+}
+
+func TestApproveNeedsADeployerOfTheServiceOrAnOperator(t *testing.T) {
+	proven := walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9472", Receipt: "receipt-61b8"})
+	unknown := walk(t)
+	tenantMate := tools.Caller{ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments"}
+	billingDeployer := tools.Caller{ClientID: "cursor", UserID: "dev-carol", TenantID: "team-billing", Roles: []string{policy.RoleDeployer}}
+	for _, tc := range []struct {
+		name   string
+		caller tools.Caller
+	}{
+		{"tenant-mate without roles", tenantMate},
+		{"tenant-mate with another role", tools.Caller{ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"viewer"}}},
+		{"deployer of a team not granted the service", billingDeployer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, op := range []operation.Operation{proven, unknown} {
+				_, err := approver.Approve(tc.caller, op)
+				fail := requireFailure(t, err, tools.CodeForbidden)
+				assert.False(t, fail.RetryAllowed)
+				assert.NotContains(t, fail.Message, "unknown", "a forbidden caller learns nothing about the ticket's state")
+			}
+		})
+	}
+
+	// Allowed callers on another client see no operation_id, only the handle.
+	teamMateDeployer := tools.Caller{ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{policy.RoleDeployer}}
+	for name, caller := range map[string]tools.Caller{"operator": operator, "deployer on another client": teamMateDeployer} {
+		t.Run(name, func(t *testing.T) {
+			ok, err := approver.Approve(caller, proven)
+			require.NoError(t, err)
+			assert.Nil(t, ok.OperationID, "another client's operation_id is never shown")
+			assert.Equal(t, proven.Handle, ok.TicketHandle)
+			require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema), ok))
+
+			_, err = approver.Approve(caller, unknown)
+			fail := requireFailure(t, err, tools.CodePreconditionFailed)
+			assert.Equal(t, map[string]string{"handle": unknown.Handle}, fail.Next.Arguments)
+		})
+	}
+}
+
 func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 	f := newFixture(t, 0)
 	sub, err := f.submit(t, alice, paymentsArgs)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateSucceeded, sub.Operation.State)
-	_, err = release.Resolve(context.Background(), f.ex, operator, sub.Operation, release.ResolutionFailed, "looks wrong", "")
+	_, err = release.Resolve(context.Background(), f.ex, operator, sub.Operation, release.ResolutionFailed, "looks wrong", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "SUCCEEDED")
 

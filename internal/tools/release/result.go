@@ -20,6 +20,10 @@ type Result struct {
 	Deduplicated  bool             `json:"deduplicated"`
 	RetryAllowed  bool             `json:"retry_allowed"`
 	NextAction    tools.NextAction `json:"next_action"`
+	// Code and Message accompany a result whose call did not (yet)
+	// succeed (isError): the same vocabulary every tool uses.
+	Code    tools.Code `json:"code,omitempty"`
+	Message string     `json:"message,omitempty"`
 }
 
 // NewResult describes a submission to its caller. retry_allowed is always
@@ -34,16 +38,14 @@ func NewResult(caller tools.Caller, sub tools.Submission) Result {
 		ResourceID:    optional(op.ResourceID),
 		EffectReceipt: optional(op.Receipt),
 		Deduplicated:  sub.Deduplicated,
-		NextAction:    packet.NextAction(op),
+		// The operation is the caller's own unless deduplicated onto
+		// another client's; OwnOperationID decides either way, so a
+		// foreign operation_id can never be shown.
+		OperationID: packet.OwnOperationID(op, caller),
+		NextAction:  packet.NextAction(op, caller),
 	}
-	switch {
-	case !sub.Deduplicated:
-		r.OperationID = optional(op.Key.OperationID)
-	case op.Key.ClientID == caller.ClientID:
-		r.OperationID = optional(op.Key.OperationID)
-		r.NextAction = dedupNext(op, map[string]string{"operation_id": op.Key.OperationID})
-	default:
-		r.NextAction = dedupNext(op, map[string]string{"handle": op.Handle})
+	if sub.Deduplicated {
+		r.NextAction = dedupNext(op, packet.ReadArgs(op, caller))
 	}
 	return r
 }

@@ -37,7 +37,9 @@ const OutputSchema = `{
     "effect_receipt": {"type": ["string", "null"]},
     "deduplicated": {"type": "boolean"},
     "retry_allowed": {"type": "boolean", "const": false},
-    "next_action": ` + packet.NextActionSchema + `
+    "next_action": ` + packet.NextActionSchema + `,
+    "code": {"type": "string"},
+    "message": {"type": "string"}
   },
   "required": ["ticket_handle", "operation_id", "status", "outcome", "resource_id", "effect_receipt", "deduplicated", "retry_allowed", "next_action"]
 }`
@@ -60,7 +62,7 @@ const ApproveOutputSchema = `{
   "additionalProperties": false,
   "properties": {
     "ticket_handle": {"type": "string"},
-    "operation_id": {"type": "string"},
+    "operation_id": {"type": ["string", "null"], "description": "Your own key for the ticket operation; null when it is another client's."},
     "ticket_id": {"type": "string", "minLength": 1},
     "effect_receipt": {"type": "string", "minLength": 1},
     "decision": {"type": "string", "const": "approved"}
@@ -71,7 +73,8 @@ const ApproveOutputSchema = `{
 // ResolveInputSchema is resolve_operation's input (operators only). The
 // operation is named by handle (operators act on other clients'
 // operations) or by the operator's own operation_id. resource_id is
-// required by Resolve for SUCCEEDED unless the operation already records one.
+// required by Resolve for SUCCEEDED unless the operation already records one;
+// effects_removed is required by Resolve for FAILED when effects are known.
 const ResolveInputSchema = `{
   "type": "object",
   "additionalProperties": false,
@@ -80,7 +83,8 @@ const ResolveInputSchema = `{
     "handle": ` + handleProperty + `,
     "resolution": {"type": "string", "enum": ["SUCCEEDED", "FAILED"]},
     "evidence": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The operator's statement of what was checked and found."},
-    "resource_id": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$", "description": "The effect the operator verified (e.g. the ticket id to keep)."}
+    "resource_id": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$", "description": "The effect the operator verified (e.g. the ticket id to keep)."},
+    "effects_removed": {"type": "boolean", "description": "FAILED only: the operator states every effect of this operation was removed at the provider. Required to resolve FAILED when effects are known to exist; recorded in the journal."}
   },
   "required": ["resolution", "evidence"],
   "oneOf": [{"required": ["operation_id"]}, {"required": ["handle"]}]

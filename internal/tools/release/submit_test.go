@@ -50,7 +50,7 @@ func TestCreateIsVerifiedByAuthoritativeReadAndIssuesReceipt(t *testing.T) {
 	assert.False(t, result.RetryAllowed)
 	assert.Equal(t, "ticket-9001", *result.ResourceID)
 
-	approval, err := release.Approve(stored)
+	approval, err := f.family.Approve(alice, stored)
 	require.NoError(t, err)
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 	require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema), approval))
@@ -125,7 +125,7 @@ func TestTimeoutAfterCommitThenNewOperationIDCreatesNoSecondTicket(t *testing.T)
 	assert.Equal(t, packet.ToolGetOperation, result.NextAction.Tool)
 	assert.False(t, result.RetryAllowed)
 
-	_, err = release.Approve(again.Operation)
+	_, err = f.family.Approve(alice, again.Operation)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "reconciliation must prove it first")
 
@@ -146,7 +146,9 @@ func TestUnconfirmedCreateIsUnknownNotSucceeded(t *testing.T) {
 	assert.Equal(t, operation.OutcomeVerificationInconclusive, sub.Operation.Outcome)
 	assert.Equal(t, "ticket-9001", sub.Operation.ResourceID, "the reported id is kept as a lead for the reconciler")
 	assert.Empty(t, sub.Operation.Receipt, "no receipt without verification")
-	assert.Equal(t, f.clock.Now().Add(family.Recovery().SettleWindow), sub.Operation.DueAt)
+	// The first probe waits the settle window from the latest moment the
+	// dispatch wait can have ended (dispatch + downstream budget).
+	assert.Equal(t, sub.Operation.LastDispatchAt.Add(f.ex.Budget().Downstream+family.Recovery().SettleWindow), sub.Operation.DueAt)
 }
 
 func TestForbiddenCallersStoreAndSendNothing(t *testing.T) {
@@ -185,7 +187,7 @@ func TestProvenRejectionFailsAndFreesTheBusinessKey(t *testing.T) {
 	first, err := f.submit(t, alice, paymentsArgs)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, first.Operation.State)
-	_, err = release.Approve(first.Operation)
+	_, err = f.family.Approve(alice, first.Operation)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
 	// A new intent (new key) may now create the ticket.
