@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -24,23 +25,30 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	addr := flag.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address")
-	table := flag.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table")
-	sweepEvery := flag.Duration("sweep", 1*time.Second, "reconciler sweep interval")
-	searchLag := flag.Duration("search-lag", 2*time.Second, "Release API search index lag")
-	tokenTTL := flag.Duration("token-ttl", 12*time.Hour, "lifetime of the printed tokens")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+// run starts everything, writes the env file, sweeps until ctx is done and
+// then stops what it started. out receives the replicas' audit records and
+// metrics; errOut the banner and progress.
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	flags := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	flags.SetOutput(errOut)
+	addr := flags.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address")
+	table := flags.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table")
+	sweepEvery := flags.Duration("sweep", 1*time.Second, "reconciler sweep interval")
+	searchLag := flags.Duration("search-lag", 2*time.Second, "Release API search index lag")
+	tokenTTL := flags.Duration("token-ttl", 12*time.Hour, "lifetime of the printed tokens")
+	envFile := flags.String("env-file", "", "where to write the shell exports (default <repo>/.devstack/env)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, nil))
 
 	engine, err := enginetest.Start(ctx)
 	if err != nil {
@@ -52,7 +60,7 @@ func run() error {
 	s, err := stack.Start(ctx, stack.Config{
 		EngineEndpoint: engine.Endpoint(), Table: *table, MCPAddrs: []string{*addr},
 		RiskAddr: "127.0.0.1:0", ReleaseAddr: "127.0.0.1:0", IssuerAddr: "127.0.0.1:0",
-		ReleaseSearchLag: *searchLag, Out: os.Stdout,
+		ReleaseSearchLag: *searchLag, Out: out,
 		Env: map[string]string{"INTENTGATE_RISK_SETTLE_WINDOW": "1s"},
 	})
 	if err != nil {
@@ -68,18 +76,21 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	root, err := enginetest.RepoRoot()
-	if err != nil {
-		return err
+	envPath := *envFile
+	if envPath == "" {
+		root, err := enginetest.RepoRoot()
+		if err != nil {
+			return err
+		}
+		envPath = filepath.Join(root, ".devstack", "env")
 	}
-	envPath := filepath.Join(root, ".devstack", "env")
 	if err := os.MkdirAll(filepath.Dir(envPath), 0o700); err != nil {
 		return fmt.Errorf("write env file: %w", err)
 	}
 	if err := os.WriteFile(envPath, []byte(envText), 0o600); err != nil {
 		return fmt.Errorf("write env file: %w", err)
 	}
-	fmt.Fprint(os.Stderr, banner(s.MCPURLs[0], envPath))
+	fmt.Fprint(errOut, banner(s.MCPURLs[0], envPath))
 
 	ticker := time.NewTicker(*sweepEvery)
 	defer ticker.Stop()
@@ -91,7 +102,9 @@ func run() error {
 		case err := <-s.Errors():
 			return err
 		case <-ticker.C:
-			sctx, cancel := context.WithTimeout(ctx, *sweepEvery*5)
+			// Each sweep gets what a reconciler invocation gets: time for its
+			// reserve and a whole claimed dispatch, not just the tick.
+			sctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 			rep, err := reconciler.Sweep(sctx)
 			cancel()
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -103,6 +116,9 @@ func run() error {
 		}
 	}
 }
+
+// sweepTimeout bounds one sweep like the reconciler Lambda's timeout does.
+const sweepTimeout = 30 * time.Second
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
