@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/admission"
@@ -162,8 +164,14 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		}
 		a.verifier = v
 	}
+	writes, err := a.published()
+	if err != nil {
+		return nil, err
+	}
+	risk, _ := a.Families[riskreview.ToolRequest].(*riskreview.Family)
+	tickets, _ := a.Families[release.ToolCreate].(*release.Family)
 	gw, err := gateway.New(gateway.Config{
-		Executor: a.Executor, Risk: a.Families[riskreview.ToolRequest], Release: a.releaseFamily(),
+		Executor: a.Executor, Writes: writes, Risk: risk, Release: tickets,
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics, Logger: a.Logger,
 	})
 	if err != nil {
@@ -252,9 +260,17 @@ func (a *App) Reconciler() (*reconcile.Service, error) {
 	return svc, nil
 }
 
-// releaseFamily is the deployment-ticket family, or nil when the Release API
-// is not configured.
-func (a *App) releaseFamily() *release.Family {
-	f, _ := a.Families[release.ToolCreate].(*release.Family)
-	return f
+// published lists every family as an MCP write tool, in name order so
+// tools/list is stable.
+func (a *App) published() ([]tools.Published, error) {
+	names := slices.Sorted(maps.Keys(a.Families))
+	out := make([]tools.Published, 0, len(names))
+	for _, name := range names {
+		p, ok := a.Families[name].(tools.Published)
+		if !ok {
+			return nil, fmt.Errorf("app: family %s does not describe its MCP tool (tools.Published)", name)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

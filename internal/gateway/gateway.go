@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,13 +17,17 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 // Config wires the gateway.
 type Config struct {
 	Executor *tools.Executor
-	Risk     tools.WriteTool
-	// Release is the deployment-ticket family; nil leaves its tools out.
+	// Writes are the write tools, served generically from their Spec.
+	Writes []tools.Published
+	// Risk adds get_risk_review_status; nil leaves it out.
+	Risk *riskreview.Family
+	// Release adds approve_rollout; nil leaves it out.
 	Release *release.Family
 	Gate    *admission.Gate
 	Auditor *obs.Auditor
@@ -38,8 +43,8 @@ type Gateway struct {
 
 // New validates the configuration.
 func New(cfg Config) (*Gateway, error) {
-	if cfg.Executor == nil || cfg.Risk == nil || cfg.Gate == nil {
-		return nil, errors.New("gateway: executor, risk family and gate are required")
+	if cfg.Executor == nil || len(cfg.Writes) == 0 || cfg.Gate == nil {
+		return nil, errors.New("gateway: executor, at least one write tool and gate are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -49,11 +54,34 @@ func New(cfg Config) (*Gateway, error) {
 
 // writeTools are the names of the write tools, for get_operation lookups.
 func (g *Gateway) writeTools() []string {
-	names := []string{g.cfg.Risk.Name()}
-	if g.cfg.Release != nil {
-		names = append(names, g.cfg.Release.Name())
+	names := make([]string, 0, len(g.cfg.Writes))
+	for _, w := range g.cfg.Writes {
+		names = append(names, w.Name())
 	}
 	return names
+}
+
+// writeTool serves a published write tool: the gate, the executor, the
+// family's own rendering, one audit record.
+func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
+	spec := w.Spec()
+	return mcpserver.Tool{
+		Name: w.Name(), Title: spec.Title, Description: spec.Description,
+		InputSchema: json.RawMessage(spec.InputSchema), OutputSchema: json.RawMessage(spec.OutputSchema),
+		// A write is idempotent by operation_id and creates, never destroys.
+		Annotations: &mcp.ToolAnnotations{Title: spec.Title, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(spec.OpenWorld)},
+		Handler: g.serve(func(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
+			sub, refused := g.submit(ctx, call, c, rec, w)
+			if refused != nil {
+				return refused
+			}
+			r := w.Render(c, sub)
+			if r.IsError {
+				rec.Code = string(r.Code)
+			}
+			return mcpserver.Result(r.Body, r.IsError)
+		}),
+	}
 }
 
 // callRecord collects what one call's audit record says.

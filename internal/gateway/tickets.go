@@ -14,18 +14,10 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
-// ticketTools are seed 001's tools: the write, the journal read, the
-// dependent action and the operator's resolution.
+// ticketTools are seed 001's dependent action; the write itself is a
+// published family.
 func (g *Gateway) ticketTools() []mcpserver.Tool {
 	return []mcpserver.Tool{{
-		Name:  release.ToolCreate,
-		Title: "Create a deployment ticket",
-		Description: "Create the deployment ticket for service+commit+environment, exactly once. Reuse operation_id on every retry; " +
-			"never invent a new one for the same intent. UNKNOWN means: call get_operation, do not resend.",
-		InputSchema: json.RawMessage(release.InputSchema), OutputSchema: json.RawMessage(release.OutputSchema),
-		Annotations: &mcp.ToolAnnotations{Title: "Create a deployment ticket", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
-		Handler:     g.serve(g.createTicket),
-	}, {
 		Name:        release.ToolApprove,
 		Title:       "Approve a rollout",
 		Description: "Approve the rollout for a deployment ticket. Refused unless the ticket's creation is committed_and_verified.",
@@ -52,20 +44,6 @@ func (g *Gateway) operationTools() []mcpserver.Tool {
 		Annotations: &mcp.ToolAnnotations{Title: "Resolve an escalated operation", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 		Handler:     g.serve(g.resolveOperation),
 	}}
-}
-
-func (g *Gateway) createTicket(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	sub, refused := g.submit(ctx, call, c, rec, g.cfg.Release)
-	if refused != nil {
-		return refused
-	}
-	res := release.NewResult(c, sub)
-	v := viewOf(sub.Operation, packet.ToolGetOperation, "operation_id")
-	if v.isError {
-		rec.Code = string(v.code)
-		res.Code, res.Message = v.code, v.message
-	}
-	return mcpserver.Result(res, v.isError)
 }
 
 // lookup finds the operation named by operation_id (the caller's own key)

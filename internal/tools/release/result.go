@@ -62,3 +62,24 @@ func optional(s string) *string {
 	}
 	return &s
 }
+
+// Spec describes create_deployment_ticket to MCP clients.
+func (f *Family) Spec() tools.ToolSpec {
+	return tools.ToolSpec{
+		Title: "Create a deployment ticket",
+		Description: "Create the deployment ticket for service+commit+environment, exactly once. Reuse operation_id on every retry; " +
+			"never invent a new one for the same intent. UNKNOWN means: call get_operation, do not resend.",
+		InputSchema: InputSchema, OutputSchema: OutputSchema, OpenWorld: true,
+	}
+}
+
+// Render is create_deployment_ticket's result, with the code and message
+// every tool gives an operation that has not (yet) succeeded.
+func (f *Family) Render(caller tools.Caller, sub tools.Submission) tools.Rendered {
+	res := NewResult(caller, sub)
+	v := tools.ViewOf(sub.Operation, packet.ToolGetOperation, "operation_id")
+	if v.IsError {
+		res.Code, res.Message = v.Code, v.Message
+	}
+	return tools.Rendered{Body: res, IsError: v.IsError, Code: v.Code}
+}

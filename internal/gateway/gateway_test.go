@@ -1,0 +1,128 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/auth"
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/gateway"
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+var engine *enginetest.Engine
+
+func TestMain(m *testing.M) {
+	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
+}
+
+// refundTool is a third write tool, written the way the README's "Adding a
+// write tool" says: one type implementing tools.Published, nothing in the
+// gateway.
+type refundTool struct{ sent atomic.Int32 }
+
+func (r *refundTool) Name() string { return "issue_refund" }
+func (r *refundTool) Recovery() tools.Recovery {
+	return tools.Recovery{SettleWindow: time.Second, ProbeBudget: 3, MaxAge: time.Hour, RetryBudget: 1, IdempotentCreate: true}
+}
+func (r *refundTool) Prepare(_ context.Context, _ tools.Caller, raw json.RawMessage) (tools.Prepared, error) {
+	var a struct {
+		Charge      string `json:"charge_id"`
+		OperationID string `json:"operation_id"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%v", err)
+	}
+	bk, err := operation.NewBusinessKey("refund", a.Charge)
+	if err != nil {
+		return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%v", err)
+	}
+	return tools.Prepared{OperationID: a.OperationID, BusinessKey: bk, Target: map[string]string{"charge_id": a.Charge},
+		Payload: map[string]string{"charge_id": a.Charge}, DigestArgs: map[string]string{"charge_id": a.Charge}}, nil
+}
+func (r *refundTool) Authorize(context.Context, tools.Caller, tools.Prepared) error { return nil }
+func (r *refundTool) Dispatch(context.Context, operation.Operation) (tools.Effect, error) {
+	r.sent.Add(1)
+	return tools.Effect{ResourceID: "re_1"}, nil
+}
+func (r *refundTool) Verify(context.Context, operation.Operation, tools.Effect) error { return nil }
+func (r *refundTool) Probe(context.Context, operation.Operation) (tools.ProbeResult, error) {
+	return tools.ProbeResult{Matches: []string{"re_1"}, Authoritative: true}, nil
+}
+func (r *refundTool) Spec() tools.ToolSpec {
+	return tools.ToolSpec{Title: "Issue a refund", Description: "Refund a charge exactly once.",
+		InputSchema: `{"type":"object","additionalProperties":false,"properties":{"charge_id":{"type":"string","minLength":3},
+			"operation_id":{"type":"string","minLength":8,"maxLength":128}},"required":["charge_id"]}`,
+		OutputSchema: `{"type":"object","properties":{"refund_handle":{"type":"string"},"status":{"type":"string"}}}`, OpenWorld: true}
+}
+func (r *refundTool) Render(_ tools.Caller, sub tools.Submission) tools.Rendered {
+	v := tools.ViewOf(sub.Operation, "get_operation", "handle")
+	return tools.Rendered{Body: map[string]any{"refund_handle": sub.Operation.Handle, "status": string(sub.Operation.State)},
+		IsError: v.IsError, Code: v.Code}
+}
+
+func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{}
+	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
+	require.NoError(t, err)
+	h, err := mcpserver.New(mcpserver.Config{Name: "test", Version: "0"}, gw.Tools()...)
+	require.NoError(t, err)
+	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
+	}))
+	t.Cleanup(srv.Close)
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+
+	list, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	names := map[string]*mcp.Tool{}
+	for _, tool := range list.Tools {
+		names[tool.Name] = tool
+	}
+	require.Contains(t, names, "issue_refund")
+	assert.Contains(t, names, "get_operation", "the shared operation tools come with it")
+	assert.True(t, names["issue_refund"].Annotations.IdempotentHint)
+
+	args := map[string]any{"charge_id": "ch_123", "operation_id": "refund-op-0001"}
+	for range 2 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: args})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		assert.Contains(t, string(mustJSON(t, res.StructuredContent)), `"status":"SUCCEEDED"`)
+	}
+	assert.Equal(t, int32(1), refund.sent.Load(), "exactly once, with no line of gateway code for this tool")
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"charge_id": "ch_123", "extra": 1}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "its schema is enforced like every tool's")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
