@@ -80,7 +80,9 @@ func (s *Service) handleRecord(ctx context.Context, rec events.DynamoDBEventReco
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %s: %v", ErrMalformedRecord, handle, err)
 	}
-	op, err := s.st.Get(ctx, handle)
+	sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	op, err := s.st.Get(sctx, handle)
+	cancel()
 	if errors.Is(err, store.ErrNotFound) {
 		// Gone (expired by TTL, or a table reset): nothing left to decide,
 		// and redelivery could never succeed.

@@ -48,7 +48,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			return rep, nil
 		}
 		limit := min(s.cfg.BatchLimit, s.cfg.MaxPerInvocation-rep.Examined)
-		page, err := s.st.Due(ctx, now, limit, cursor)
+		sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+		page, err := s.st.Due(sctx, now, limit, cursor)
+		cancel()
 		if err != nil {
 			return rep, fmt.Errorf("sweep: %w", err)
 		}
