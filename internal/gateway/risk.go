@@ -36,6 +36,9 @@ func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call, c t
 	}
 	rec.withOperation(op)
 	r := g.cfg.Risk.Render(c, tools.Submission{Operation: op})
+	if r.IsError {
+		rec.Code = string(r.Code) // the operation's, for audit
+	}
 	// The query itself succeeded; the status says the rest.
 	return mcpserver.Result(r.Body, false)
 }

@@ -8,7 +8,7 @@
 // Every error a client returns is a *Error (use errors.As or ClassOf):
 //
 //   - ClassRejected: the provider answered with an explicit 4xx refusal
-//     (422 rejected, 404 order_not_found on create, 400, 401, 403, 409 ...).
+//     (422 rejected, 404 order_not_found on create, 400, 401, 403 ...).
 //     The provider says it did nothing: proven no effect. A create with this
 //     class ends FAILED (outcome failed_without_effect). Inputs the client
 //     refuses before sending (empty fields, malformed request key) are also
@@ -18,7 +18,8 @@
 //     answer: a timeout after the request was written, a reset or EOF while
 //     waiting for the response, any 5xx (a 500 may come after the commit),
 //     408 and 429 (kept conservative: a proxy may answer them after
-//     forwarding), an unexpected 1xx/3xx, a 2xx that cannot be decoded or
+//     forwarding), 409 and 425 (an idempotency-key server's answer while a
+//     request with the same key is still in progress), an unexpected 1xx/3xx, a 2xx that cannot be decoded or
 //     does not describe the intended effect, a body too large. A create with
 //     this class goes PENDING -> UNKNOWN with outcome
 //     dispatch_acknowledged_response_missing; only the reconciler's lookup

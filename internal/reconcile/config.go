@@ -108,7 +108,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("reconcile: MaxPerInvocation must be positive, got %d", cfg.MaxPerInvocation)
 	}
 	if cfg.Reserve == 0 {
-		cfg.Reserve = DefaultReserve
+		// Never less than what the budget keeps back for a store write:
+		// work started with less would have its reads cut short.
+		b := cfg.Executor.Budget()
+		cfg.Reserve = max(DefaultReserve, b.Reserve+b.Store)
 	}
 	if cfg.Reserve < 0 {
 		return nil, fmt.Errorf("reconcile: Reserve must not be negative, got %s", cfg.Reserve)

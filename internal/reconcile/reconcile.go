@@ -108,6 +108,10 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		return s.decide(ctx, family, op, ev, res)
 	}
 
+	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
+		// A probe cut short would be counted without asking the provider.
+		return skip(res, "too little time left for a whole probe"), nil
+	}
 	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
 	found, err := family.Probe(pctx, op)
 	cancel()
@@ -120,7 +124,7 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	if source == "" {
 		source = family.Name()
 	}
-	settled := s.cfg.Executor.SettledAt(op, rec.SettleWindow)
+	settled := laterTime(s.cfg.Executor.SettledAt(op, rec.SettleWindow), dispatcherSettledAt(op))
 	var ev operation.Event
 	switch {
 	case err != nil:
@@ -281,4 +285,24 @@ func joinDetail(a, b string) string {
 		return a
 	}
 	return a + ": " + b
+}
+
+// dispatcherSettledAt is the first probe time the dispatcher itself wrote
+// when the last dispatch ended unknown: computed with its own downstream
+// budget, which may be longer than this process's.
+func dispatcherSettledAt(op operation.Operation) time.Time {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		ev := op.Journal[i]
+		if ev.From == operation.StatePending {
+			return ev.NextAt
+		}
+	}
+	return time.Time{}
+}
+
+func laterTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -255,3 +255,25 @@ func TestReconcileRefusesAnOperationOfAnUnknownTool(t *testing.T) {
 	_, err := f.service(t).Reconcile(context.Background(), op)
 	require.ErrorIs(t, err, reconcile.ErrUnknownTool)
 }
+
+func TestProbeWithTooLittleTimeLeftIsSkippedNotCounted(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	op := f.submitUnknown(t, riskapi.CreateDropResponseAfterCommit, "op-shortctx-01", orderID(30))
+	f.clock.Advance(riskreviewSettle)
+
+	// Less time left than the fixture's downstream budget (2s) needs.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	res, err := svc.Reconcile(ctx, f.get(t, op.Handle))
+	require.NoError(t, err)
+	assert.True(t, res.Skipped, "%+v", res)
+	got := f.get(t, op.Handle)
+	assert.Equal(t, op.Version, got.Version, "nothing written")
+	assert.Equal(t, 0, got.ProbeCount, "a probe that never asked the provider is not counted")
+	assert.Equal(t, 0, f.sim.Stats().LookupCalls)
+
+	res, err = svc.Reconcile(context.Background(), got)
+	require.NoError(t, err)
+	assert.Equal(t, operation.EventProbeFoundOne, res.Event, "with time, the same probe settles it")
+}

@@ -94,7 +94,11 @@ func (s *Service) handleRecord(ctx context.Context, rec events.DynamoDBEventReco
 	if op.Version < imageVersion {
 		return Result{}, fmt.Errorf("stream %s: consistent read returned version %d older than the image's %d", handle, op.Version, imageVersion)
 	}
-	if op, err = s.holdUntilDue(ctx, op); err != nil {
+	op, err = s.holdUntilDue(ctx, op)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{Handle: handle, Skipped: true, Reason: "operation no longer stored"}, nil
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("stream %s: %w", handle, err)
 	}
 	return s.Reconcile(ctx, op)
@@ -106,10 +110,11 @@ func (s *Service) handleRecord(ctx context.Context, rec events.DynamoDBEventReco
 // not at the next sweep. Anything due later is left to the sweep.
 func (s *Service) holdUntilDue(ctx context.Context, op operation.Operation) (operation.Operation, error) {
 	wait := op.DueAt.Sub(s.cfg.Executor.Now())
-	if !op.State.NeedsReconciliation() || wait <= 0 || wait > s.cfg.MaxStreamWait {
+	if (op.State != operation.StateUnknown && op.State != operation.StateRetryable) || wait <= 0 || wait > s.cfg.MaxStreamWait {
 		return op, nil
 	}
-	if left, bounded := remaining(ctx); bounded && left-wait < s.cfg.Reserve {
+	// Wait only if what follows (a probe, or a claim and its dispatch) still fits.
+	if left, bounded := remaining(ctx); bounded && left-wait < s.cfg.Executor.ClaimNeeds() {
 		return op, nil
 	}
 	if err := s.cfg.Sleep(ctx, wait); err != nil {
