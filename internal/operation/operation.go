@@ -26,8 +26,7 @@ type Operation struct {
 	Outcome Outcome
 	Version int64
 
-	Attempts       int // dispatches made (first send plus claimed retries)
-	RetryCount     int // claimed retries
+	RetryCount     int // claimed retries; Attempts() derives the dispatch count
 	ProbeCount     int // reconciliation probes since the last dispatch
 	ClientTimeouts int
 
@@ -79,7 +78,6 @@ func New(in Intent, now time.Time, lease time.Duration) (Operation, error) {
 		State:          StatePending,
 		Outcome:        OutcomePending,
 		Version:        1,
-		Attempts:       1,
 		DueAt:          now.Add(lease),
 		LastDispatchAt: now,
 		CreatedAt:      now,
@@ -143,7 +141,6 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		next.ProbeCount++
 	case EventRetryClaimed:
 		next.RetryCount++
-		next.Attempts++
 		next.ProbeCount = 0
 		next.LastDispatchAt = ev.At
 	}
@@ -177,6 +174,25 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	}
 	return next, nil
 }
+
+// DispatchOutcome is the journal event that ended the wait for the latest
+// dispatch (the one that took the operation out of PENDING), if recorded.
+func (op Operation) DispatchOutcome() (Event, bool) {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		ev := op.Journal[i]
+		if ev.At.Before(op.LastDispatchAt) {
+			break
+		}
+		if ev.From == StatePending && ev.To != StatePending {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+// Attempts is the number of dispatches: the first send plus every claimed
+// retry (a claim is the only way to send again).
+func (op Operation) Attempts() int { return op.RetryCount + 1 }
 
 // Blocked reports whether dependent actions must wait: anything whose effect
 // is not proven present blocks them (UNKNOWN is never reported as done).

@@ -140,7 +140,7 @@ func TestCountersAndEvidenceAreRecorded(t *testing.T) {
 		op, err = op.Apply(ev)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 2, op.Attempts)
+	assert.Equal(t, 2, op.Attempts())
 	assert.Equal(t, 1, op.RetryCount)
 	assert.Equal(t, 1, op.ClientTimeouts)
 	assert.Equal(t, 1, op.ProbeCount, "probes count since the last dispatch")
@@ -308,4 +308,30 @@ func opIn(t *testing.T, s operation.State) operation.Operation {
 	}
 	require.Equal(t, s, op.State)
 	return op
+}
+
+func TestDispatchOutcomeIsTheLatestDispatchsExitFromPending(t *testing.T) {
+	op := newOp(t)
+	_, ok := op.DispatchOutcome()
+	assert.False(t, ok, "still waiting")
+	steps := []operation.Event{
+		{Type: operation.EventClientTimeout, NextAt: t0.Add(time.Minute)},
+		{Type: operation.EventProbeNotFound},
+		{Type: operation.EventRetryClaimed, LeaseUntil: t0.Add(time.Hour)},
+	}
+	var err error
+	for i, ev := range steps {
+		ev.At = t0.Add(time.Duration(i+1) * time.Second)
+		op, err = op.Apply(ev)
+		require.NoError(t, err)
+	}
+	_, ok = op.DispatchOutcome()
+	assert.False(t, ok, "the first attempt's timeout says nothing about the claimed re-send")
+	op, err = op.Apply(operation.Event{Type: operation.EventResponseMissing, At: t0.Add(5 * time.Second), NextAt: t0.Add(9 * time.Second)})
+	require.NoError(t, err)
+	ev, ok := op.DispatchOutcome()
+	require.True(t, ok)
+	assert.Equal(t, operation.EventResponseMissing, ev.Type)
+	assert.Equal(t, t0.Add(9*time.Second), ev.NextAt)
+	assert.Equal(t, 2, op.Attempts())
 }

@@ -124,7 +124,12 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	if source == "" {
 		source = family.Name()
 	}
-	settled := laterTime(s.cfg.Executor.SettledAt(op, rec.SettleWindow), dispatcherSettledAt(op))
+	settled := s.cfg.Executor.SettledAt(op, rec.SettleWindow)
+	if outcome, ok := op.DispatchOutcome(); ok && outcome.NextAt.After(settled) {
+		// The dispatcher's own first-probe time, computed with its budget,
+		// which may be longer than this process's.
+		settled = outcome.NextAt
+	}
 	var ev operation.Event
 	switch {
 	case err != nil:
@@ -170,7 +175,7 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 	rec := family.Recovery()
 	if op.RetryCount >= rec.RetryBudget {
 		ev := operation.Event{Type: operation.EventRetryBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator,
-			Detail: fmt.Sprintf("escalated to %s: retry budget of %d exhausted after %d attempts", s.cfg.Operator, rec.RetryBudget, op.Attempts)}
+			Detail: fmt.Sprintf("escalated to %s: retry budget of %d exhausted after %d attempts", s.cfg.Operator, rec.RetryBudget, op.Attempts())}
 		return s.decide(ctx, family, op, ev, res)
 	}
 	if left, bounded := remaining(ctx); bounded && left < s.cfg.Executor.ClaimNeeds() {
@@ -285,24 +290,4 @@ func joinDetail(a, b string) string {
 		return a
 	}
 	return a + ": " + b
-}
-
-// dispatcherSettledAt is the first probe time the dispatcher itself wrote
-// when the last dispatch ended unknown: computed with its own downstream
-// budget, which may be longer than this process's.
-func dispatcherSettledAt(op operation.Operation) time.Time {
-	for i := len(op.Journal) - 1; i >= 0; i-- {
-		ev := op.Journal[i]
-		if ev.From == operation.StatePending {
-			return ev.NextAt
-		}
-	}
-	return time.Time{}
-}
-
-func laterTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

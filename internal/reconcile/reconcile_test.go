@@ -106,7 +106,7 @@ func TestProvenAbsenceThenEightReconcilersClaimExactlyOnce(t *testing.T) {
 	final := f.get(t, op.Handle)
 	assert.Equal(t, operation.StateSucceeded, final.State)
 	assert.Equal(t, 1, final.RetryCount)
-	assert.Equal(t, 2, final.Attempts)
+	assert.Equal(t, 2, final.Attempts())
 	var claim operation.Event
 	for _, ev := range final.Journal {
 		if ev.Type == operation.EventRetryClaimed {

@@ -62,7 +62,6 @@ type opItem struct {
 	State              string            `dynamodbav:"state"`
 	Outcome            string            `dynamodbav:"outcome"`
 	Version            int64             `dynamodbav:"version"`
-	Attempts           int               `dynamodbav:"attempts"`
 	RetryCount         int               `dynamodbav:"retry_count"`
 	ProbeCount         int               `dynamodbav:"probe_count"`
 	ClientTimeouts     int               `dynamodbav:"client_timeouts"`
@@ -105,7 +104,7 @@ func toItem(op operation.Operation, nonce string) (opItem, error) {
 		BusinessKey: op.BusinessKey, RequestDigest: op.RequestDigest,
 		EndUserID: op.EndUserID, TenantID: op.TenantID, Target: op.Target, Payload: op.Payload,
 		State: string(op.State), Outcome: string(op.Outcome), Version: op.Version,
-		Attempts: op.Attempts, RetryCount: op.RetryCount, ProbeCount: op.ProbeCount,
+		RetryCount: op.RetryCount, ProbeCount: op.ProbeCount,
 		ClientTimeouts: op.ClientTimeouts, ResourceID: op.ResourceID, Receipt: op.Receipt,
 		DuplicateResources: op.DuplicateResources, Escalation: op.Escalation,
 		DueAt: formatTime(op.DueAt), LastDispatchAt: formatTime(op.LastDispatchAt),
@@ -132,7 +131,7 @@ func fromItem(it opItem) (operation.Operation, error) {
 		BusinessKey: it.BusinessKey, RequestDigest: it.RequestDigest,
 		EndUserID: it.EndUserID, TenantID: it.TenantID, Target: it.Target, Payload: it.Payload,
 		State: operation.State(it.State), Outcome: operation.Outcome(it.Outcome), Version: it.Version,
-		Attempts: it.Attempts, RetryCount: it.RetryCount, ProbeCount: it.ProbeCount,
+		RetryCount: it.RetryCount, ProbeCount: it.ProbeCount,
 		ClientTimeouts: it.ClientTimeouts, ResourceID: it.ResourceID, Receipt: it.Receipt,
 		DuplicateResources: it.DuplicateResources, Escalation: it.Escalation,
 	}

@@ -139,7 +139,7 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		v    any
 	}{
 		{attrState, string(next.State)}, {attrVersion, next.Version}, {"outcome", string(next.Outcome)},
-		{"attempts", next.Attempts}, {"retry_count", next.RetryCount}, {"probe_count", next.ProbeCount},
+		{"retry_count", next.RetryCount}, {"probe_count", next.ProbeCount},
 		{"client_timeouts", next.ClientTimeouts}, {"duplicate_resources", next.DuplicateResources},
 		{"updated_at", formatTime(next.UpdatedAt)},
 	}

@@ -228,7 +228,7 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			switch provider.ClassOf(err) {
 			case provider.ClassRejected:
 				ev = operation.Event{Type: operation.EventBusinessRejected, Source: tool.Name(), Detail: ErrorDetail(err)}
-				if op.Attempts > 1 {
+				if op.Attempts() > 1 {
 					// A refusal of a re-send says nothing about an earlier
 					// attempt still in flight at the provider: not proof.
 					ev = operation.Event{Type: operation.EventResponseMissing, Source: tool.Name(),

@@ -70,7 +70,7 @@ func Build(op operation.Operation, viewer tools.Caller) Packet {
 		Tool:                                op.Key.Tool,
 		State:                               string(op.State),
 		Outcome:                             string(op.Outcome),
-		Attempts:                            op.Attempts,
+		Attempts:                            op.Attempts(),
 		ClientTimeouts:                      op.ClientTimeouts,
 		ResourceID:                          optional(op.ResourceID),
 		DuplicateResources:                  op.DuplicateResources,

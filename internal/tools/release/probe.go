@@ -84,18 +84,9 @@ func CoverThrough(op operation.Operation) time.Time {
 		end = later(end, op.DueAt)
 		return end.Add(CommitAllowance)
 	}
-	settled := false
-	for i := len(op.Journal) - 1; i >= 0; i-- {
-		ev := op.Journal[i]
-		if ev.At.Before(op.LastDispatchAt) {
-			break
-		}
-		if ev.From == operation.StatePending && ev.To != operation.StatePending {
-			end, settled = later(end, ev.At), true
-			break
-		}
-	}
-	if !settled {
+	if outcome, ok := op.DispatchOutcome(); ok {
+		end = later(end, outcome.At)
+	} else {
 		// No record of how the dispatch ended: the last update is a bound
 		// no commit of that dispatch can be later than.
 		end = later(end, op.UpdatedAt)
