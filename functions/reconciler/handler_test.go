@@ -112,7 +112,7 @@ func invokeStream(t *testing.T, h harness, payload json.RawMessage) events.Dynam
 func TestStreamUnknownSampleConvergesToSucceeded(t *testing.T) {
 	h := newHarness(t)
 	op := h.submitUnknown(t, "op-sample-0001", "O20260728001")
-	require.Equal(t, "op_7fgjusrq3vwpnnhehmy5e3gcwu", op.Handle, "the sample names this operation")
+	require.Equal(t, "op_4pifogvsib3nooeom5lg2525em", op.Handle, "the sample names this operation")
 
 	// Past the settle point: the downstream budget (the latest our wait can
 	// end) plus the settle window.

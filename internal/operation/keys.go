@@ -22,26 +22,36 @@ const (
 	MaxBusinessKeyLen = 512
 )
 
-// RequestKey is the caller's operation_id scoped by client principal and
-// tool, so one client's key never collides with, or reveals, another's.
+// RequestKey is the caller's operation_id scoped by client principal,
+// tenant (merchant or team) and tool, so one client's or one tenant's key
+// never collides with, blocks or reveals another's, even when two tenants
+// share one MCP client.
 type RequestKey struct {
-	ClientID    string
+	ClientID string
+	// TenantID is the caller's tenant from the verified token; empty when
+	// the token names none (that is a scope of its own, not a wildcard).
+	TenantID    string
 	Tool        string
 	OperationID string
 }
 
-// NewRequestKey validates the three parts and builds the key.
-func NewRequestKey(clientID, tool, operationID string) (RequestKey, error) {
+// NewRequestKey validates the four parts and builds the key.
+func NewRequestKey(clientID, tenantID, tool, operationID string) (RequestKey, error) {
 	if err := ValidateOperationID(operationID); err != nil {
 		return RequestKey{}, err
 	}
 	if err := validatePrincipal("client_principal", clientID); err != nil {
 		return RequestKey{}, err
 	}
+	if tenantID != "" {
+		if err := validatePrincipal("tenant", tenantID); err != nil {
+			return RequestKey{}, err
+		}
+	}
 	if err := validateToolName(tool); err != nil {
 		return RequestKey{}, err
 	}
-	return RequestKey{ClientID: clientID, Tool: tool, OperationID: operationID}, nil
+	return RequestKey{ClientID: clientID, TenantID: tenantID, Tool: tool, OperationID: operationID}, nil
 }
 
 // ValidateOperationID enforces 8–128 characters of [A-Za-z0-9._:-].
@@ -90,9 +100,12 @@ func validateToolName(tool string) error {
 }
 
 // Scoped is the unambiguous text form of the key: each part length-prefixed,
-// so no choice of parts can produce another key's text.
+// so no choice of parts can produce another key's text. The "k2" prefix
+// names the scoping scheme (client, tenant, tool): a key text of the
+// earlier client-and-tool scheme can never equal one of these.
 func (k RequestKey) Scoped() string {
-	return fmt.Sprintf("%d:%s|%d:%s|%s", len(k.ClientID), k.ClientID, len(k.Tool), k.Tool, k.OperationID)
+	return fmt.Sprintf("k2|%d:%s|%d:%s|%d:%s|%s", len(k.ClientID), k.ClientID, len(k.TenantID), k.TenantID,
+		len(k.Tool), k.Tool, k.OperationID)
 }
 
 // Handle is the public handle of the operation (review_id, the key sent

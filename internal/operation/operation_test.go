@@ -195,14 +195,14 @@ func TestRequestKeyValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := operation.NewRequestKey(tc.client, tc.tool, tc.id)
+			_, err := operation.NewRequestKey(tc.client, "M1", tc.tool, tc.id)
 			var ve *operation.ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, tc.field, ve.Field)
 			assert.ErrorIs(t, err, operation.ErrInvalid)
 		})
 	}
-	k, err := operation.NewRequestKey("c1", "request_risk_review", strings.Repeat("a", 128))
+	k, err := operation.NewRequestKey("c1", "M1", "request_risk_review", strings.Repeat("a", 128))
 	require.NoError(t, err)
 	assert.NoError(t, operation.ValidateHandle(k.Handle()))
 }
@@ -275,7 +275,7 @@ func TestIntentValidation(t *testing.T) {
 
 func intent(t *testing.T) operation.Intent {
 	t.Helper()
-	key, err := operation.NewRequestKey("client-1", "request_risk_review", "op-00000001")
+	key, err := operation.NewRequestKey("client-1", "M1", "request_risk_review", "op-00000001")
 	require.NoError(t, err)
 	d, err := operation.RequestDigest(key.Tool, "alice", map[string]string{"order_id": "O1"})
 	require.NoError(t, err)

@@ -99,7 +99,7 @@ func (k InsertKind) String() string {
 // none is a consistent GetItem made. A conflict never dispatches anything:
 // only Inserted grants the right to call the downstream.
 func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (InsertResult, error) {
-	if err := (operation.Intent{Key: op.Key, BusinessKey: op.BusinessKey, RequestDigest: op.RequestDigest, EndUserID: op.EndUserID}).Validate(); err != nil {
+	if err := (operation.Intent{Key: op.Key, BusinessKey: op.BusinessKey, RequestDigest: op.RequestDigest, EndUserID: op.EndUserID, TenantID: op.TenantID}).Validate(); err != nil {
 		return InsertResult{}, fmt.Errorf("insert: %w", err)
 	}
 	if op.State != operation.StatePending || op.Version != 1 || op.Handle != op.Key.Handle() {

@@ -47,7 +47,7 @@ func (e *Executor) FindByOperationID(ctx context.Context, caller Caller, operati
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
 	defer cancel()
 	for _, name := range toolNames {
-		key, err := operation.NewRequestKey(caller.ClientID, name, operationID)
+		key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, name, operationID)
 		if err != nil {
 			return operation.Operation{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
 		}

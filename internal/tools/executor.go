@@ -129,7 +129,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 		return Submission{}, err
 	}
 
-	key, err := operation.NewRequestKey(caller.ClientID, tool.Name(), opID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, tool.Name(), opID)
 	if err != nil {
 		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
 	}

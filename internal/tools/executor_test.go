@@ -153,11 +153,11 @@ func TestACallAlreadyInsideItsReserveRecordsAndSendsNothing(t *testing.T) {
 func TestNoBudgetLeftAtDispatchMeansProvenUnsent(t *testing.T) {
 	ex, st, clock := newExecutor(t, smallBudget())
 	tool := &scripted{}
-	key, err := operation.NewRequestKey(alice.ClientID, tool.Name(), "op-00000001")
+	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000001")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(tool.Name(), alice.UserID, map[string]string{"fact": "f1"})
 	require.NoError(t, err)
-	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "scripted|f1", RequestDigest: digest, EndUserID: alice.UserID}, clock.Now(), ex.Lease())
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "scripted|f1", RequestDigest: digest, EndUserID: alice.UserID, TenantID: alice.TenantID}, clock.Now(), ex.Lease())
 	require.NoError(t, err)
 	_, err = st.InsertIfAbsent(context.Background(), op)
 	require.NoError(t, err)

@@ -20,8 +20,8 @@ import (
 )
 
 // sampleHandle is the handle stream-unknown.json names: the one derived
-// from client support-assistant and operation id op-sample-0001.
-const sampleHandle = "op_7fgjusrq3vwpnnhehmy5e3gcwu"
+// from client support-assistant, tenant M1 and operation id op-sample-0001.
+const sampleHandle = "op_4pifogvsib3nooeom5lg2525em"
 
 // TestReconcilerFunctionUnderEmulatorHandlesStreamAndSchedule runs the real
 // reconciler binary under the emulator with the recorded stream batches and

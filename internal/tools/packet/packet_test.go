@@ -28,7 +28,7 @@ var (
 // seedOp is seed 001's operation after the client timeout.
 func seedOp(t *testing.T) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey("claude-code", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
+	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
 	require.NoError(t, err)
 	target := map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}
 	digest, err := operation.RequestDigest(key.Tool, "dev-alice", target)
