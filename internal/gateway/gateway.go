@@ -172,10 +172,18 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	if overloaded != nil {
 		return tools.Submission{}, overloaded
 	}
-	defer done()
 	sub, err := g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
+	// A replay waiting for the first attempt uses no downstream capacity:
+	// it waits outside the gate.
+	done()
 	if sub.Operation.Handle == "" {
 		return sub, g.failure(ctx, rec, err)
+	}
+	sub = g.cfg.Executor.AwaitInFlight(ctx, sub)
+	if sub.WaitReads > 0 {
+		g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "replay waited for the first attempt",
+			slog.String("tool", rec.Tool), slog.String("request_id", rec.RequestID),
+			slog.Int("store_reads", sub.WaitReads), slog.String("status", string(sub.Operation.State)))
 	}
 	// A failed state write after dispatch leaves the operation PENDING under
 	// its lease; the caller still gets the handle and an honest status.

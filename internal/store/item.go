@@ -89,6 +89,29 @@ type bkItem struct {
 	CreatedAt   string `dynamodbav:"created_at"`
 }
 
+// kindBinding marks a bindingItem; operation items are "operation".
+const kindBinding = "binding"
+
+// bindingItem records that a request key was answered with another
+// operation (the live holder of its business key): it sits where that key's
+// own operation would (op#<handle of the key>), so the insert's
+// attribute_not_exists(pk) meets it like an operation, and it keeps the
+// digest the key was first answered for.
+type bindingItem struct {
+	PK            string `dynamodbav:"pk"`
+	Kind          string `dynamodbav:"kind"`
+	Handle        string `dynamodbav:"handle"`
+	ClientID      string `dynamodbav:"client_id"`
+	TenantID      string `dynamodbav:"tenant,omitempty"`
+	Tool          string `dynamodbav:"tool"`
+	OperationID   string `dynamodbav:"operation_id"`
+	RequestDigest string `dynamodbav:"request_digest"`
+	EndUserID     string `dynamodbav:"end_user"`
+	Holder        string `dynamodbav:"operation_pk"`
+	CreatedAt     string `dynamodbav:"created_at"`
+	InsertNonce   string `dynamodbav:"insert_nonce"`
+}
+
 func encodeEvent(ev operation.Event) (string, error) {
 	b, err := json.Marshal(ev)
 	if err != nil {

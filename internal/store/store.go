@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,6 +66,10 @@ type InsertResult struct {
 	// under this request key (Replay, Conflict) or the holder of the
 	// business key (BusinessKeyHeld).
 	Operation operation.Operation
+	// Bound: this request key was first answered by deduplication and stays
+	// bound to Operation, another key's operation. Replay and Conflict then
+	// compare with the digest the key was first answered for.
+	Bound bool
 }
 
 // InsertKind enumerates the insert outcomes.
@@ -73,9 +78,9 @@ type InsertKind int
 // Insert outcomes. Only Inserted grants the right to dispatch.
 const (
 	Inserted        InsertKind = iota + 1
-	Replay                     // same request key, same digest
+	Replay                     // same request key, same digest (Bound: same answer as its first)
 	Conflict                   // same request key, different digest
-	BusinessKeyHeld            // another live operation holds the business key
+	BusinessKeyHeld            // another live operation holds the business key; this key is now bound to it
 )
 
 func (k InsertKind) String() string {
@@ -98,6 +103,10 @@ func (k InsertKind) String() string {
 // the engine's copy of the existing item is used, and only where it returned
 // none is a consistent GetItem made. A conflict never dispatches anything:
 // only Inserted grants the right to call the downstream.
+//
+// A key answered by deduplication is bound to the holder it was answered
+// with (see bind), so its later use gives the same answer or a conflict,
+// never a fresh operation, even once the holder has FAILED.
 func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (InsertResult, error) {
 	if err := (operation.Intent{Key: op.Key, BusinessKey: op.BusinessKey, RequestDigest: op.RequestDigest, EndUserID: op.EndUserID, TenantID: op.TenantID}).Validate(); err != nil {
 		return InsertResult{}, fmt.Errorf("insert: %w", err)
@@ -166,32 +175,22 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 }
 
 // decodeInsertCancel reads the per-item reasons: [operation, business key].
-func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, nonce string, reasons []types.CancellationReason) (InsertResult, bool, error) {
+// retry is true when the cancellation says nothing final: a concurrent
+// transaction, or a business key released by a FAILED holder meanwhile.
+func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, nonce string, reasons []types.CancellationReason) (res InsertResult, retry bool, err error) {
 	if len(reasons) != 2 {
 		return InsertResult{}, false, fmt.Errorf("insert %s: engine returned %d cancellation reasons, want 2", op.Handle, len(reasons))
 	}
 	opReason, bkReason := reasons[0], reasons[1]
 	if code(opReason) == "ConditionalCheckFailed" {
-		var existing operation.Operation
-		var existingNonce string
-		if len(opReason.Item) > 0 {
-			var it opItem
-			if err := attributevalue.UnmarshalMap(opReason.Item, &it); err != nil {
-				return InsertResult{}, false, fmt.Errorf("insert %s: decode existing operation: %w", op.Handle, err)
-			}
-			got, err := fromItem(it)
-			if err != nil {
-				return InsertResult{}, false, err
-			}
-			existing, existingNonce = got, it.InsertNonce
-		} else {
-			got, itNonce, err := s.getWithNonce(ctx, op.Handle)
-			if err != nil {
+		item := opReason.Item
+		if len(item) == 0 {
+			if item, err = s.getRaw(ctx, opPK(op.Handle)); err != nil {
 				return InsertResult{}, false, fmt.Errorf("insert %s: read existing operation: %w", op.Handle, err)
 			}
-			existing, existingNonce = got, itNonce
 		}
-		return classifyExisting(op, existing, existingNonce, nonce), false, nil
+		res, err := s.classifyAt(ctx, op, nonce, item)
+		return res, false, err
 	}
 	if code(bkReason) == "ConditionalCheckFailed" {
 		holderPK := ""
@@ -208,19 +207,114 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 			}
 			holderPK = bk.Holder
 		}
-		holder, _, err := s.getWithNonce(ctx, holderPK[len(opPrefix):])
+		holder, _, err := s.getWithNonce(ctx, strings.TrimPrefix(holderPK, opPrefix))
 		if errors.Is(err, ErrNotFound) {
 			return InsertResult{}, false, fmt.Errorf("insert %s: %w: %s", op.Handle, ErrHolderMissing, holderPK)
 		}
 		if err != nil {
 			return InsertResult{}, false, fmt.Errorf("insert %s: read business key holder: %w", op.Handle, err)
 		}
-		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, false, nil
+		if holder.State == operation.StateFailed {
+			// The holder failed, releasing the key, after the engine refused
+			// ours: the fact is free again, so the insert is tried anew
+			// rather than binding this key to a proven non-effect.
+			return InsertResult{}, true, fmt.Errorf("insert %s: business key released by a failed holder meanwhile", op.Handle)
+		}
+		res, err := s.bind(ctx, op, holder, nonce)
+		return res, false, err
 	}
 	if code(opReason) == "TransactionConflict" || code(bkReason) == "TransactionConflict" {
 		return InsertResult{}, true, fmt.Errorf("insert %s: transaction conflict persisted", op.Handle)
 	}
 	return InsertResult{}, false, fmt.Errorf("insert %s: cancelled: %s / %s", op.Handle, code(opReason), code(bkReason))
+}
+
+// bind records that op's request key was answered with holder: a binding
+// item at the key's own pk, conditioned on attribute_not_exists(pk) like an
+// insert. Two keys deduplicated onto one holder at once write two items;
+// two calls with one key race on one item, and the loser is classified
+// against the winner's digest. A binding whose write applied but whose
+// answer was lost carries our nonce, so the SDK's retry is recognised.
+func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce string) (InsertResult, error) {
+	av, err := attributevalue.MarshalMap(bindingItem{
+		PK: opPK(op.Handle), Kind: kindBinding, Handle: op.Handle,
+		ClientID: op.Key.ClientID, TenantID: op.Key.TenantID, Tool: op.Key.Tool, OperationID: op.Key.OperationID,
+		RequestDigest: op.RequestDigest, EndUserID: op.EndUserID, Holder: opPK(holder.Handle),
+		CreatedAt: formatTime(op.CreatedAt), InsertNonce: nonce,
+	})
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert %s: marshal binding: %w", op.Handle, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.cfg.Table), Item: av, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return InsertResult{}, fmt.Errorf("insert %s: bind to %s: %w", op.Handle, holder.Handle, err)
+	}
+	item := ccf.Item
+	if len(item) == 0 {
+		if item, err = s.getRaw(ctx, opPK(op.Handle)); err != nil {
+			return InsertResult{}, fmt.Errorf("insert %s: read existing binding: %w", op.Handle, err)
+		}
+	}
+	return s.classifyAt(ctx, op, nonce, item)
+}
+
+// classifyAt decides what the item already stored under op's request key
+// means for op: an operation (ours, a replay or a conflict) or a binding to
+// another operation (ours, a replay of the deduplicated answer, or a
+// conflict with the digest the key was first answered for).
+func (s *Store) classifyAt(ctx context.Context, op operation.Operation, nonce string, item map[string]types.AttributeValue) (InsertResult, error) {
+	if !isBinding(item) {
+		var it opItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return InsertResult{}, fmt.Errorf("insert %s: decode existing operation: %w", op.Handle, err)
+		}
+		existing, err := fromItem(it)
+		if err != nil {
+			return InsertResult{}, err
+		}
+		return classifyExisting(op, existing, it.InsertNonce, nonce), nil
+	}
+	var b bindingItem
+	if err := attributevalue.UnmarshalMap(item, &b); err != nil {
+		return InsertResult{}, fmt.Errorf("insert %s: decode binding: %w", op.Handle, err)
+	}
+	holder, err := s.followBinding(ctx, b)
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert %s: %w", op.Handle, err)
+	}
+	switch {
+	case b.InsertNonce == nonce:
+		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, nil
+	case b.RequestDigest == op.RequestDigest:
+		return InsertResult{Kind: Replay, Operation: holder, Bound: true}, nil
+	default:
+		return InsertResult{Kind: Conflict, Operation: holder, Bound: true}, nil
+	}
+}
+
+// followBinding reads the operation a binding names. A holder removed by
+// retention (a FAILED operation's TTL) is ErrHolderMissing.
+func (s *Store) followBinding(ctx context.Context, b bindingItem) (operation.Operation, error) {
+	holder, _, err := s.getWithNonce(ctx, strings.TrimPrefix(b.Holder, opPrefix))
+	if errors.Is(err, ErrNotFound) {
+		return operation.Operation{}, fmt.Errorf("binding %s: %w: %s", b.Handle, ErrHolderMissing, b.Holder)
+	}
+	if err != nil {
+		return operation.Operation{}, fmt.Errorf("binding %s: read holder: %w", b.Handle, err)
+	}
+	return holder, nil
+}
+
+func isBinding(item map[string]types.AttributeValue) bool {
+	k, ok := item["kind"].(*types.AttributeValueMemberS)
+	return ok && k.Value == kindBinding
 }
 
 // classifyExisting decides between our own earlier write (an SDK retry of
@@ -238,11 +332,11 @@ func classifyExisting(op, existing operation.Operation, existingNonce, nonce str
 }
 
 func (s *Store) resolveByRead(ctx context.Context, op operation.Operation, nonce string) (InsertResult, error) {
-	existing, existingNonce, err := s.getWithNonce(ctx, op.Handle)
+	item, err := s.getRaw(ctx, opPK(op.Handle))
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert %s: resolve by read: %w", op.Handle, err)
 	}
-	return classifyExisting(op, existing, existingNonce, nonce), nil
+	return s.classifyAt(ctx, op, nonce, item)
 }
 
 // Get reads an operation by handle with a consistent read.
@@ -250,29 +344,61 @@ func (s *Store) Get(ctx context.Context, handle string) (operation.Operation, er
 	if err := operation.ValidateHandle(handle); err != nil {
 		return operation.Operation{}, fmt.Errorf("get: %w", err)
 	}
-	op, _, err := s.getWithNonce(ctx, handle)
+	item, err := s.getRaw(ctx, opPK(handle))
+	if err != nil {
+		return operation.Operation{}, err
+	}
+	if isBinding(item) {
+		// A key first answered by deduplication: its operation is the one
+		// it was answered with.
+		var b bindingItem
+		if err := attributevalue.UnmarshalMap(item, &b); err != nil {
+			return operation.Operation{}, fmt.Errorf("get %s: decode binding: %w", handle, err)
+		}
+		return s.followBinding(ctx, b)
+	}
+	op, _, err := decodeOperation(handle, item)
 	return op, err
 }
 
-// GetByKey reads the operation stored under a scoped request key.
+// GetByKey reads the operation stored under a scoped request key, or the
+// one the key is bound to.
 func (s *Store) GetByKey(ctx context.Context, key operation.RequestKey) (operation.Operation, error) {
 	return s.Get(ctx, key.Handle())
 }
 
+// getWithNonce reads an operation item; a binding there is an error (callers
+// use it where only an operation can be: a business key's holder).
 func (s *Store) getWithNonce(ctx context.Context, handle string) (operation.Operation, string, error) {
+	item, err := s.getRaw(ctx, opPK(handle))
+	if err != nil {
+		return operation.Operation{}, "", err
+	}
+	if isBinding(item) {
+		return operation.Operation{}, "", fmt.Errorf("get %s: a binding, not an operation", handle)
+	}
+	return decodeOperation(handle, item)
+}
+
+// getRaw is a consistent GetItem of one item by pk.
+func (s *Store) getRaw(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.cfg.Table),
-		Key:            pkKey(opPK(handle)),
+		Key:            pkKey(pk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return operation.Operation{}, "", fmt.Errorf("get %s: %w", handle, err)
+		return nil, fmt.Errorf("get %s: %w", pk, err)
 	}
 	if len(out.Item) == 0 {
-		return operation.Operation{}, "", fmt.Errorf("get %s: %w", handle, ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", pk, ErrNotFound)
 	}
+	return out.Item, nil
+}
+
+func decodeOperation(handle string, item map[string]types.AttributeValue) (operation.Operation, string, error) {
 	var it opItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return operation.Operation{}, "", fmt.Errorf("get %s: decode: %w", handle, err)
 	}
 	op, err := fromItem(it)

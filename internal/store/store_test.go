@@ -137,7 +137,7 @@ func TestSameBusinessKeyFrom64RequestKeysInsertsExactlyOne(t *testing.T) {
 	for i := range n {
 		assert.Equal(t, winner, results[i].Operation.Handle, "every loser gets the winner's operation")
 	}
-	assert.Equal(t, 2, f.itemCount(t), "one operation item and one business-key item")
+	assert.Equal(t, 2+n-1, f.itemCount(t), "one operation item, one business-key item and a binding per deduplicated key")
 }
 
 func Test64RacersOnOneTransitionExactlyOneWins(t *testing.T) {
@@ -212,7 +212,17 @@ func TestFailedReleasesTheBusinessKey(t *testing.T) {
 	assert.Empty(t, f.rawItem(t, "bk#"+bk), "business key deleted in the same transaction")
 	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "settled operations get a TTL")
 
+	// The key answered by deduplication keeps that answer.
 	res, err = f.st.InsertIfAbsent(ctx, second)
+	require.NoError(t, err)
+	assert.Equal(t, store.Replay, res.Kind)
+	assert.True(t, res.Bound)
+	assert.Equal(t, first.Handle, res.Operation.Handle)
+	assert.Equal(t, operation.StateFailed, res.Operation.State)
+
+	// A key never answered may try the released fact again.
+	third := newOp(t, "client-a", "op-00000003", bk, "r")
+	res, err = f.st.InsertIfAbsent(ctx, third)
 	require.NoError(t, err)
 	assert.Equal(t, store.Inserted, res.Kind)
 }
@@ -432,4 +442,59 @@ func TestClaimBeforeNextRetryAtIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.StatePending, claimed.State)
 	assert.Equal(t, 1, claimed.RetryCount)
+}
+
+func TestKeysDeduplicatedOntoOneHolderAtOnceAreEachBoundToIt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728009|standard|g1"
+	holder := newOp(t, "client-a", "op-holder-0001", bk, "r")
+	f.insert(t, holder)
+	const n = 16
+	results := make([]store.InsertResult, n)
+	errs := make([]error, n)
+	testsync.Race(n, func(i int) {
+		results[i], errs[i] = f.st.InsertIfAbsent(ctx, newOp(t, "client-a", fmt.Sprintf("op-dedup-%04d", i), bk, "r"))
+	})
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, store.BusinessKeyHeld, results[i].Kind)
+		assert.Equal(t, holder.Handle, results[i].Operation.Handle)
+	}
+	for i := range n {
+		res, err := f.st.InsertIfAbsent(ctx, newOp(t, "client-a", fmt.Sprintf("op-dedup-%04d", i), bk, "other reason"))
+		require.NoError(t, err)
+		assert.Equal(t, store.Conflict, res.Kind, "key %d is bound to the digest it was answered for", i)
+		assert.True(t, res.Bound)
+	}
+	assert.Equal(t, 2+n, f.itemCount(t))
+}
+
+func TestOneKeyRacingWithTwoDigestsWhileTheFactIsHeldIsBoundToOne(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728011|standard|g1"
+	f.insert(t, newOp(t, "client-a", "op-holder-0002", bk, "r"))
+	const n = 16
+	reasons := []string{"reason a", "reason b"}
+	results := make([]store.InsertResult, n)
+	errs := make([]error, n)
+	testsync.Race(n, func(i int) {
+		results[i], errs[i] = f.st.InsertIfAbsent(ctx, newOp(t, "client-a", "op-contested-01", bk, reasons[i%2]))
+	})
+	kinds := map[string]map[store.InsertKind]int{reasons[0]: {}, reasons[1]: {}}
+	for i := range n {
+		require.NoError(t, errs[i])
+		kinds[reasons[i%2]][results[i].Kind]++
+	}
+	// Exactly one digest won the binding; every call with it got the
+	// deduplicated answer, every call with the other a conflict.
+	winner, loser := reasons[0], reasons[1]
+	if kinds[loser][store.BusinessKeyHeld] > 0 {
+		winner, loser = loser, winner
+	}
+	assert.Equal(t, 1, kinds[winner][store.BusinessKeyHeld], "one binding write: %v", kinds)
+	assert.Equal(t, n/2-1, kinds[winner][store.Replay], "%v", kinds)
+	assert.Equal(t, n/2, kinds[loser][store.Conflict], "%v", kinds)
+	assert.Equal(t, 3, f.itemCount(t), "holder, business key, one binding")
 }

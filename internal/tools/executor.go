@@ -27,6 +27,11 @@ type ExecutorConfig struct {
 	// before the reconciler may claim and send it.
 	NotDispatchedDelay time.Duration
 	Clock              func() time.Time
+	// ReplayPollFirst and ReplayPollMax pace a replay's wait for an
+	// in-flight first attempt: the first store read after ReplayPollFirst,
+	// each next one after twice the last pause, at most ReplayPollMax.
+	// Defaults 25ms and 200ms.
+	ReplayPollFirst, ReplayPollMax time.Duration
 	// Observe, if set, is told about every transition the executor makes.
 	Observe func(ctx context.Context, t TransitionReport)
 }
@@ -61,6 +66,15 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.ReplayPollFirst == 0 {
+		cfg.ReplayPollFirst = 25 * time.Millisecond
+	}
+	if cfg.ReplayPollMax == 0 {
+		cfg.ReplayPollMax = 200 * time.Millisecond
+	}
+	if cfg.ReplayPollFirst < 0 || cfg.ReplayPollMax < cfg.ReplayPollFirst {
+		return nil, fmt.Errorf("executor: replay poll pauses %s..%s must be positive and ordered", cfg.ReplayPollFirst, cfg.ReplayPollMax)
 	}
 	return &Executor{cfg: cfg}, nil
 }
@@ -101,7 +115,12 @@ type Submission struct {
 	// fact; Operation is that one, nothing was sent.
 	Deduplicated bool
 	// Replayed: this request key was seen before with the same digest.
+	// With Deduplicated it is a key first answered by deduplication and
+	// answered the same way again.
 	Replayed bool
+	// WaitReads is how many store reads AwaitInFlight made waiting for
+	// the first attempt's outcome.
+	WaitReads int
 	// OperationID is the caller's key (minted by the server when absent).
 	OperationID string
 	Digest      string
@@ -145,19 +164,22 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
 	}
 
+	if e.cfg.Budget.Remaining(ctx) <= 0 {
+		// Out of time before the insert was even sent: provably nothing
+		// recorded, nothing sent.
+		return Submission{}, Fail(CodeTemporaryUnavailable, true, nil,
+			"no time left to record the operation; nothing was recorded or sent; retry with the same operation_id")
+	}
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
 	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
 	cancel()
 	if err != nil {
-		f := Fail(CodeTemporaryUnavailable, true, nil,
-			"the operation could not be recorded; nothing was sent; retry with the same operation_id")
-		f.Cause = err
-		return Submission{}, f
+		return Submission{}, insertFailure(opID, err)
 	}
 	sub := Submission{Operation: res.Operation, OperationID: opID, Digest: digest}
 	switch res.Kind {
 	case store.Replay:
-		sub.Replayed = true
+		sub.Replayed, sub.Deduplicated = true, res.Bound
 		return sub, nil
 	case store.BusinessKeyHeld:
 		sub.Deduplicated = true
@@ -173,6 +195,70 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	// A failed state write leaves the operation PENDING under its lease;
 	// the reconciler takes it from there. The caller still gets the handle.
 	return sub, err
+}
+
+// insertFailure answers an insert that did not come back with an outcome.
+// Once the transaction was sent it may have applied with every answer lost;
+// the operation then exists and its lease will expire into the reconciler,
+// which sends it. So the caller is never told "nothing was sent", only that
+// the outcome is unknown and how to learn it: the same operation_id again.
+func insertFailure(opID string, err error) *Failure {
+	var f *Failure
+	switch {
+	case errors.Is(err, operation.ErrInvalid):
+		f = Fail(CodeInvalidArgument, false, nil, "the operation could not be recorded: %v", err)
+	case errors.Is(err, store.ErrHolderMissing):
+		f = Fail(CodeNotFound, false, nil,
+			"operation_id %q was answered with an operation that no longer exists; use a new operation_id", opID)
+	default:
+		f = Fail(CodeTemporaryUnavailable, true,
+			&NextAction{Hint: "retry this call with the same operation_id (never a new one) to learn the outcome"},
+			"the outcome is unknown: the operation may have been recorded, and if so it will be sent; "+
+				"retry with the same operation_id %q to learn its outcome", opID)
+	}
+	f.Cause = err
+	return f
+}
+
+// AwaitInFlight lets a replay (or a deduplicated answer) that found its
+// operation PENDING, the first attempt still in flight on this or another
+// replica, wait for that attempt's outcome instead of answering pending:
+// it polls the store with growing pauses until the operation leaves
+// PENDING or the caller's budget (its deadline minus the reserve, and at
+// most one dispatch lease) runs out, and answers with what it read last.
+// A failed read ends the wait with what was known. sub.WaitReads counts
+// the reads.
+func (e *Executor) AwaitInFlight(ctx context.Context, sub Submission) Submission {
+	if !(sub.Replayed || sub.Deduplicated) || sub.Operation.State != operation.StatePending {
+		return sub
+	}
+	deadline := time.Now().Add(min(e.cfg.Budget.Remaining(ctx), e.Lease()))
+	pause := e.cfg.ReplayPollFirst
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return sub
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return sub
+		case <-t.C:
+		}
+		sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+		op, err := e.cfg.Store.Get(sctx, sub.Operation.Handle)
+		cancel()
+		sub.WaitReads++
+		if err != nil {
+			return sub
+		}
+		sub.Operation = op
+		if op.State != operation.StatePending {
+			return sub
+		}
+		pause = min(2*pause, e.cfg.ReplayPollMax)
+	}
 }
 
 func chooseOperationID(fromArgs, fromHeader string) (string, error) {
