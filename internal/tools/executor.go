@@ -182,6 +182,9 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 		sub.Replayed, sub.Deduplicated = true, res.Bound
 		return sub, nil
 	case store.BusinessKeyHeld:
+		// The key is now bound to this holder (store.bind). What of the
+		// holder a deduplicated caller may see is the visibility rule's
+		// decision (access.go), applied where the answer is rendered.
 		sub.Deduplicated = true
 		return sub, nil
 	case store.Conflict:

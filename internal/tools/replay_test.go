@@ -289,3 +289,31 @@ func insertPending(t *testing.T, ex *tools.Executor, st *store.Store, clock *tes
 	require.Equal(t, store.Inserted, res.Kind)
 	return op
 }
+
+func TestReplayWaitingOnAReconcilerClaimedResendReturnsTheResendsOutcome(t *testing.T) {
+	ex, st, clock := newExecutor(t, smallBudget())
+	tool := &scripted{}
+	op := insertPending(t, ex, st, clock, tool, "op-claimed-0001")
+	retryable, err := st.Transition(context.Background(), op, operation.Event{Type: operation.EventNotDispatched,
+		At: clock.Now(), NextAt: clock.Now().Add(time.Second)})
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	claimed, err := st.Transition(context.Background(), retryable, operation.Event{Type: operation.EventRetryClaimed,
+		At: clock.Now(), LeaseUntil: clock.Now().Add(ex.Lease())})
+	require.NoError(t, err)
+
+	// The caller replays while the reconciler's re-send is in flight.
+	replay, err := ex.Submit(context.Background(), tool, alice, factArgs("f1", "op-claimed-0001"), "")
+	require.NoError(t, err)
+	require.Equal(t, operation.StatePending, replay.Operation.State)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waited := make(chan tools.Submission, 1)
+	go func() { waited <- ex.AwaitInFlight(ctx, replay) }()
+	resent, _, err := ex.Dispatch(context.Background(), tool, claimed)
+	require.NoError(t, err)
+	got := <-waited
+	assert.Equal(t, operation.StateSucceeded, got.Operation.State)
+	assert.Equal(t, resent.Receipt, got.Operation.Receipt)
+	assert.Equal(t, int32(1), tool.dispatches.Load(), "one send: the claimed re-send")
+}
