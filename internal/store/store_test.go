@@ -498,3 +498,49 @@ func TestOneKeyRacingWithTwoDigestsWhileTheFactIsHeldIsBoundToOne(t *testing.T) 
 	assert.Equal(t, n/2, kinds[loser][store.Conflict], "%v", kinds)
 	assert.Equal(t, 3, f.itemCount(t), "holder, business key, one binding")
 }
+
+// afterFirst runs hook once, after the engine answered the first request
+// of action and before the store sees that answer: another writer moving
+// between the engine's decision and the store's reading of it.
+type afterFirst struct {
+	next   dynamodb.HTTPClient
+	action string
+	hook   func()
+	done   atomic.Bool
+}
+
+func (c *afterFirst) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(req)
+	if err == nil && strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) && c.done.CompareAndSwap(false, true) {
+		c.hook()
+	}
+	return resp, err
+}
+
+func TestHolderFailingBetweenTheRefusedInsertAndTheBindingLetsTheKeyInsert(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728012|standard|g1"
+	holder := newOp(t, "client-a", "op-holder-0003", bk, "r")
+	f.insert(t, holder)
+
+	racing := &afterFirst{action: "TransactWriteItems", hook: func() {
+		// The holder is rejected (FAILED, business key released) right
+		// after the engine refused our insert for the held key.
+		_, err := f.st.Transition(ctx, holder, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+		require.NoError(t, err)
+	}}
+	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) {
+		racing.next = o.HTTPClient
+		o.HTTPClient = racing
+	})
+	st, err := store.New(db, store.Config{Table: f.table})
+	require.NoError(t, err)
+
+	mine := newOp(t, "client-a", "op-after-fail-1", bk, "r")
+	res, err := st.InsertIfAbsent(ctx, mine)
+	require.NoError(t, err)
+	require.True(t, racing.done.Load(), "the holder failed inside the insert")
+	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder already proven without effect")
+	assert.Equal(t, mine.Handle, res.Operation.Handle)
+}
