@@ -19,6 +19,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/testsync"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -164,4 +165,26 @@ func TestTwoTenantsSharingOneClientNeverCollideOnOperationID(t *testing.T) {
 	require.False(t, isErr, again)
 	assert.Equal(t, alices["review_id"], again["review_id"])
 	assert.Equal(t, 2, h.Risk.Stats().CreateCalls)
+}
+
+// Item: a key first answered by deduplication is bound to that answer; the
+// same key with other arguments is a conflict, never a second ticket.
+func TestKeyAnsweredByDeduplicationNeverStartsASecondTicket(t *testing.T) {
+	h := startStackWith(t, 1, nil, stack.Config{Clock: newTestClock().Now, ReleaseSearchLag: searchLag})
+	cs := connect(t, h.MCPURLs[0], h.token(t, "DEPLOYER"), protocolNew)
+	first, isErr := call(t, cs, release.ToolCreate, ticketArgs("8bc911d", "deploy-op-first-01"))
+	require.False(t, isErr, first)
+	dedup, isErr := call(t, cs, release.ToolCreate, ticketArgs("8bc911d", "deploy-op-subagent-1"))
+	require.False(t, isErr, dedup)
+	require.Equal(t, true, dedup["deduplicated"])
+	require.Equal(t, first["ticket_handle"], dedup["ticket_handle"])
+
+	other, isErr := call(t, cs, release.ToolCreate, ticketArgs("9cd022e", "deploy-op-subagent-1"))
+	assert.True(t, isErr)
+	assert.Equal(t, "IDEMPOTENCY_CONFLICT", other["code"], "%v", other)
+	again, isErr := call(t, cs, release.ToolCreate, ticketArgs("8bc911d", "deploy-op-subagent-1"))
+	assert.False(t, isErr, again)
+	assert.Equal(t, dedup["ticket_handle"], again["ticket_handle"])
+	assert.Equal(t, true, again["deduplicated"], "the same answer as the first time")
+	assert.Equal(t, 1, h.Release.Stats().CreateCalls, "one ticket")
 }
