@@ -5,7 +5,12 @@ concurrent conditional writes could both pass their condition. Serving one
 request at a time makes each request apply atomically, the way DynamoDB
 applies a conditional write.
 
-Usage: moto_server.py [--host 127.0.0.1] [--port 0]
+Two patches, each in its own module, are installed unless switched off:
+``fast_transactions`` (TransactWriteItems without whole-table copies) and
+``stream_retention`` (stream records and shard iterators bounded).
+
+Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock-transactions]
+                      [--stream-retention-seconds 86400] [--stream-max-records 10000]
 After binding it prints exactly one line ``LISTENING <port>`` to stdout, then
 serves until killed (SIGTERM/SIGINT exit 0).
 """
@@ -21,6 +26,9 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import make_server
+
+import fast_transactions
+import stream_retention
 
 
 class QuietRequestHandler(MotoRequestHandler):
@@ -38,7 +46,35 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to bind")
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
+    parser.add_argument(
+        "--stock-transactions",
+        action="store_true",
+        help="serve stock moto's TransactWriteItems (whole-table copies); the differential test's reference",
+    )
+    parser.add_argument(
+        "--stream-retention-seconds",
+        type=float,
+        default=stream_retention.DEFAULT_RETENTION_SECONDS,
+        help="drop stream records older than this (DynamoDB keeps 24 h)",
+    )
+    parser.add_argument(
+        "--stream-max-records",
+        type=int,
+        default=stream_retention.DEFAULT_MAX_RECORDS,
+        help="keep at most this many stream records per table",
+    )
     args = parser.parse_args(argv)
+    if args.stream_retention_seconds <= 0 or args.stream_max_records < 1:
+        parser.error("--stream-retention-seconds and --stream-max-records must be positive")
+
+    if not args.stock_transactions:
+        fast_transactions.install()
+    stream_retention.install(
+        stream_retention.Retention(
+            retention_seconds=args.stream_retention_seconds,
+            max_records=args.stream_max_records,
+        )
+    )
 
     app = DomainDispatcherApplication(create_backend_app)
     # threaded=False, processes=1: one request at a time, and werkzeug then

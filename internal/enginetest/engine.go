@@ -18,7 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/intentgate/intentgate/internal/store"
 )
@@ -77,6 +81,22 @@ func Start(ctx context.Context) (*Engine, error) {
 	}
 }
 
+// StartMoto starts a local moto engine whatever the environment says, with
+// extra launcher arguments (infra/engine/moto_server.py --help), e.g.
+// "--stock-transactions" for stock moto's TransactWriteItems. Tests that
+// compare engine variants use it; everything else uses Start.
+func StartMoto(ctx context.Context, launcherArgs ...string) (*Engine, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := startMoto(ctx, root, launcherArgs...)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{endpoint: proc.endpoint, kind: KindMoto, region: os.Getenv(EnvRegion), proc: proc}, nil
+}
+
 // Endpoint is the engine's base URL; empty for real DynamoDB.
 func (e *Engine) Endpoint() string { return e.endpoint }
 
@@ -100,6 +120,30 @@ func (e *Engine) Client(ctx context.Context) (*dynamodb.Client, error) {
 		return nil, fmt.Errorf("engine client: %w", err)
 	}
 	return c, nil
+}
+
+// StreamsClient builds a DynamoDB Streams client for this engine, configured
+// like Client (same endpoint, region and credentials).
+func (e *Engine) StreamsClient(ctx context.Context) (*dynamodbstreams.Client, error) {
+	region := e.region
+	if region == "" {
+		region = "us-east-1" // as store.NewClient
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	if e.endpoint != "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
+			credentials.NewStaticCredentialsProvider("local", "local", ""))))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("engine streams client: %w", err)
+	}
+	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		if e.endpoint != "" {
+			o.BaseEndpoint = aws.String(e.endpoint)
+		}
+		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
+	}), nil
 }
 
 // Reset empties every table of a moto engine (POST /moto-api/reset); on other

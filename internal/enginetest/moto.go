@@ -58,12 +58,13 @@ type motoProcess struct {
 
 // startMoto launches the single-threaded moto launcher from the project
 // virtualenv on a free loopback port and waits for its LISTENING line.
-func startMoto(ctx context.Context, root string) (*motoProcess, error) {
+func startMoto(ctx context.Context, root string, launcherArgs ...string) (*motoProcess, error) {
 	python := filepath.Join(root, venvPython)
 	if _, err := os.Stat(python); err != nil {
 		return nil, fmt.Errorf("%w (%s: %v)", ErrNotInstalled, python, err)
 	}
-	cmd := exec.Command(python, launcherPath, "--host", "127.0.0.1", "--port", "0")
+	args := append([]string{launcherPath, "--host", "127.0.0.1", "--port", "0"}, launcherArgs...)
+	cmd := exec.Command(python, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
 	cmd.SysProcAttr = engineProcAttr()
