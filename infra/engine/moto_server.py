@@ -1,9 +1,13 @@
-"""Local DynamoDB-compatible engine: moto's WSGI app served single-threaded.
+"""Local DynamoDB-compatible engine: moto's WSGI app, one request at a time.
 
 The stock ``moto_server`` is threaded and moto's backends hold no lock, so two
-concurrent conditional writes could both pass their condition. Serving one
-request at a time makes each request apply atomically, the way DynamoDB
-applies a conditional write.
+concurrent conditional writes could both pass their condition. Here every
+connection has its own thread (reading a request, writing a response), but
+moto itself runs under one lock: each request applies atomically, the way
+DynamoDB applies a conditional write, and a client connection that is open
+but sends nothing (an HTTP client dials one for a request it then cancels,
+and keeps it idle for 90 s) never blocks anybody else, as it would block a
+single-threaded server.
 
 Two patches, each in its own module, are installed unless switched off:
 ``fast_transactions`` (TransactWriteItems without whole-table copies) and
@@ -19,6 +23,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -36,6 +41,23 @@ class QuietRequestHandler(MotoRequestHandler):
 
     def log_request(self, code="-", size="-"):
         pass
+
+
+def serialized(app):
+    """The WSGI app with every request handled under one lock, body included."""
+    lock = threading.Lock()
+
+    def handle(environ, start_response):
+        with lock:
+            result = app(environ, start_response)
+            try:
+                return [b"".join(result)]
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+
+    return handle
 
 
 def _exit(signum, frame):
@@ -76,14 +98,12 @@ def main(argv=None):
         )
     )
 
-    app = DomainDispatcherApplication(create_backend_app)
-    # threaded=False, processes=1: one request at a time, and werkzeug then
-    # speaks HTTP/1.0 (no keep-alive), so one idle client cannot block others.
+    app = serialized(DomainDispatcherApplication(create_backend_app))
     server = make_server(
         args.host,
         args.port,
         app,
-        threaded=False,
+        threaded=True,
         processes=1,
         request_handler=QuietRequestHandler,
     )

@@ -3,7 +3,9 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"net"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -138,4 +140,24 @@ func TestNewStoreGivesAFreshTableDroppedAtCleanup(t *testing.T) {
 	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	require.NoError(t, err)
 	assert.Empty(t, out.TableNames, "the subtest's cleanup deleted both tables")
+}
+
+// An HTTP client dials a connection for a request it then cancels and keeps
+// it idle (90 s by default); the engine must go on serving everyone else.
+func TestAnIdleConnectionDoesNotBlockOtherClients(t *testing.T) {
+	ctx := context.Background()
+	e, client := startOwnMoto(t)
+	idle, err := net.Dial("tcp", strings.TrimPrefix(e.Endpoint(), "http://"))
+	require.NoError(t, err)
+	defer idle.Close()
+	half, err := net.Dial("tcp", strings.TrimPrefix(e.Endpoint(), "http://"))
+	require.NoError(t, err)
+	defer half.Close()
+	_, err = half.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\n")) // headers never finished
+	require.NoError(t, err)
+
+	callCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = client.ListTables(callCtx, &dynamodb.ListTablesInput{})
+	assert.NoError(t, err, "a request behind an idle and a half-sent connection is answered")
 }
