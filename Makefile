@@ -84,3 +84,8 @@ clean: ## Remove build outputs and devstack state
 
 distclean: clean ## Also remove the Python virtualenvs
 	rm -rf $(VENV) $(TOOLS_VENV)
+
+# ---------------------------------------------------------------- engine benchmark
+.PHONY: bench-engine
+bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
+	$(GO) run ./infra/engine/bench $(BENCH_ARGS)

@@ -1,10 +1,12 @@
 // Command devstack is `make run`: the whole system on one machine. It starts
-// the local DynamoDB-compatible engine (moto, single-threaded) unless
+// the local DynamoDB-compatible engine (moto, one request at a time) unless
 // INTENTGATE_DYNAMODB_ENDPOINT points elsewhere, creates the table, starts
 // the token issuer and both downstream simulators, serves the MCP endpoint,
-// and drives the reconciler by its sweep on a short ticker (moto's stream
-// API goes stale after cancelled transactions, so the stream trigger is
-// exercised by tests instead). Ctrl-C stops everything it started.
+// and drives the reconciler both ways template.yaml wires it: the table's
+// stream, read as Lambda's event source mapping reads it (internal/streampoll,
+// with the template's batch size, window and FilterCriteria), and the sweep
+// at the template's schedule rate (-sweep changes it). Ctrl-C stops
+// everything it started.
 package main
 
 import (
@@ -20,8 +22,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/streampoll"
 )
 
 func main() {
@@ -41,7 +47,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	flags.SetOutput(errOut)
 	addr := flags.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address")
 	table := flags.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table")
-	sweepEvery := flags.Duration("sweep", 1*time.Second, "reconciler sweep interval")
+	sweepEvery := flags.Duration("sweep", 0, "reconciler sweep interval (default: the template's schedule rate)")
+	templatePath := flags.String("template", "", "SAM template the stream trigger and sweep rate are read from (default <repo>/template.yaml)")
+	streamOn := flags.Bool("stream", true, "poll the table's stream and hand batches to the reconciler's stream handler")
 	searchLag := flags.Duration("search-lag", 2*time.Second, "Release API search index lag")
 	tokenTTL := flags.Duration("token-ttl", 12*time.Hour, "lifetime of the printed tokens")
 	envFile := flags.String("env-file", "", "where to write the shell exports (default <repo>/.devstack/env)")
@@ -71,6 +79,34 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	trigger, err := reconcilerTrigger(*templatePath)
+	if err != nil {
+		return err
+	}
+	if *sweepEvery <= 0 {
+		*sweepEvery = trigger.SweepEvery
+	}
+	if *sweepEvery <= 0 {
+		return errors.New("no sweep interval: the template has no schedule; pass -sweep")
+	}
+	pollErrs := make(chan error, 1)
+	if *streamOn {
+		poller, err := newStreamPoller(ctx, engine, *table, trigger, reconciler.HandleStream, logger)
+		if err != nil {
+			return err
+		}
+		pctx, stopPoller := context.WithCancel(ctx)
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			if err := poller.Run(pctx); err != nil {
+				pollErrs <- fmt.Errorf("stream poller: %w", err)
+			}
+		}()
+		defer func() { stopPoller(); <-polled }()
+	}
+	logger.Info("reconciler triggers", "stream", *streamOn, "batch_size", trigger.BatchSize,
+		"batching_window", trigger.MaxBatchingWindow, "filters", len(trigger.FilterPatterns), "sweep_every", *sweepEvery)
 
 	envText, err := s.EnvFile(engine.Endpoint(), *tokenTTL)
 	if err != nil {
@@ -101,6 +137,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return nil
 		case err := <-s.Errors():
 			return err
+		case err := <-pollErrs:
+			return err
 		case <-ticker.C:
 			// Each sweep gets what a reconciler invocation gets: time for its
 			// reserve and a whole claimed dispatch, not just the tick.
@@ -111,10 +149,50 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				logger.Warn("sweep failed", "err", err)
 			}
 			if rep.Transitions > 0 {
-				logger.Info("reconciled", "examined", rep.Examined, "transitions", rep.Transitions, "claims_won", rep.ClaimsWon)
+				logger.Info("reconciled by the sweep", "examined", rep.Examined, "transitions", rep.Transitions, "claims_won", rep.ClaimsWon)
 			}
 		}
 	}
+}
+
+// reconcilerTrigger reads the reconciler's stream and schedule events.
+func reconcilerTrigger(path string) (streampoll.Trigger, error) {
+	if path == "" {
+		root, err := enginetest.RepoRoot()
+		if err != nil {
+			return streampoll.Trigger{}, err
+		}
+		path = filepath.Join(root, "template.yaml")
+	}
+	tr, err := streampoll.TriggerFromTemplate(path, reconcilerFunction)
+	if err != nil {
+		return streampoll.Trigger{}, fmt.Errorf("reconciler trigger: %w", err)
+	}
+	return tr, nil
+}
+
+// reconcilerFunction is the template's logical id of the reconciler.
+const reconcilerFunction = "ReconcilerFunction"
+
+// newStreamPoller builds the local event source mapping for table's stream.
+func newStreamPoller(ctx context.Context, engine *enginetest.Engine, table string, tr streampoll.Trigger,
+	handler streampoll.Handler, logger *slog.Logger) (*streampoll.Poller, error) {
+	db, err := engine.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("stream poller: describe table %s: %w", table, err)
+	}
+	streams, err := engine.StreamsClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return streampoll.New(streams, streampoll.Config{
+		StreamARN: aws.ToString(desc.Table.LatestStreamArn), Region: engine.Region(), Trigger: tr,
+		Logger: logger.With("path", "stream"),
+	}, handler)
 }
 
 // sweepTimeout bounds one sweep like the reconciler Lambda's timeout does.

@@ -2,15 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,19 +21,14 @@ import (
 )
 
 // TestMakeRunServesTheWholeSystemAndStopsEverything runs what `make run`
-// runs: it waits for the env file, drops a Risk API response, watches the
-// reconciler turn UNKNOWN into SUCCEEDED with one downstream review, then
-// stops the devstack and checks the engine it started is gone.
+// runs, with the template's sweep rate (one minute): it drops a Risk API
+// response and watches the stream path (the local event source mapping)
+// turn UNKNOWN into SUCCEEDED with one downstream review within seconds,
+// long before the first sweep; then it stops the devstack and checks the
+// engine it started is gone.
 func TestMakeRunServesTheWholeSystemAndStopsEverything(t *testing.T) {
-	envPath := filepath.Join(t.TempDir(), "env")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-env-file", envPath, "-sweep", "200ms",
-			"-table", "devstack-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, io.Discard, io.Discard)
-	}()
-	env := waitForEnv(t, envPath, done)
+	d := startDevstack(t)
+	env := d.env
 	for _, k := range []string{"MCP_URL", "TOKEN_ALICE", "TOKEN_BOB", "TOKEN_DEPLOYER", "TOKEN_OPERATOR", "RISK_API_URL", "RELEASE_API_URL", "DYNAMODB_ENDPOINT"} {
 		require.NotEmpty(t, env[k], k)
 	}
@@ -44,7 +40,7 @@ func TestMakeRunServesTheWholeSystemAndStopsEverything(t *testing.T) {
 
 	cs := connect(t, env["MCP_URL"], env["TOKEN_ALICE"])
 	first := callTool(t, cs, "request_risk_review", map[string]any{"order_id": "O20260728001", "reason": "chargeback pattern", "operation_id": "op-devstack-01"})
-	require.Equal(t, "UNKNOWN", first["status"])
+	require.Equal(t, "UNKNOWN", first["status"], "%v\n%s", first, d.out.String())
 
 	deadline := time.Now().Add(30 * time.Second)
 	var status map[string]any
@@ -56,6 +52,9 @@ func TestMakeRunServesTheWholeSystemAndStopsEverything(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, "SUCCEEDED", status["status"], "the devstack's reconciler converged the dropped response")
+	assert.Contains(t, d.log.String(), `msg="stream batch delivered" path=stream`, "the stream path delivered it")
+	assert.NotContains(t, d.log.String(), "reconciled by the sweep", "the sweep (every minute) did not run yet")
+	assert.Contains(t, d.out.String(), `"msg":"stream record reconciled"`)
 
 	stats, err := http.Get(env["RISK_API_URL"] + "/_sim/stats")
 	require.NoError(t, err)
@@ -68,13 +67,62 @@ func TestMakeRunServesTheWholeSystemAndStopsEverything(t *testing.T) {
 	assert.Equal(t, 1, st.CreateCalls)
 	assert.Equal(t, 1, st.ReviewsCommitted)
 
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, d.stop())
 	engineAddr := strings.TrimPrefix(env["DYNAMODB_ENDPOINT"], "http://")
 	_, err = net.DialTimeout("tcp", engineAddr, time.Second)
 	assert.Error(t, err, "the engine the devstack started is stopped with it")
 	_, err = http.Get(env["MCP_URL"])
 	assert.Error(t, err, "the MCP endpoint is closed")
+}
+
+// devstack is a running `make run`.
+type devstack struct {
+	env  map[string]string
+	log  *syncBuffer // the banner and progress (stderr)
+	out  *syncBuffer // audit records, metrics and the replicas' logs (stdout)
+	stop func() error
+}
+
+func startDevstack(t *testing.T, args ...string) *devstack {
+	t.Helper()
+	envPath := filepath.Join(t.TempDir(), "env")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	d := &devstack{log: &syncBuffer{}, out: &syncBuffer{}}
+	args = append([]string{"-addr", "127.0.0.1:0", "-env-file", envPath,
+		"-table", "devstack-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, args...)
+	go func() { done <- run(ctx, args, d.out, d.log) }()
+	var once sync.Once
+	var stopErr error
+	d.stop = func() error {
+		once.Do(func() {
+			cancel()
+			stopErr = <-done
+		})
+		return stopErr
+	}
+	t.Cleanup(func() { _ = d.stop() })
+	d.env = waitForEnv(t, envPath, done)
+	return d
+}
+
+// syncBuffer is a bytes.Buffer the devstack's goroutines may write to
+// while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func waitForEnv(t *testing.T, path string, done <-chan error) map[string]string {

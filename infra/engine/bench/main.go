@@ -1,0 +1,140 @@
+// Command bench is `make bench-engine`: the latency of one single-item
+// TransactWriteItems (a put-if-absent, as the store's insert) on a table
+// holding 100, 1,000 and 10,000 items with its stream on, against stock
+// moto (--stock-transactions) and the fast path, both started here in the
+// same run, with the ratios side by side.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+func main() {
+	samples := flag.Int("samples", 7, "transactions timed per size and engine (the median is printed)")
+	flag.Parse()
+	if err := run(context.Background(), *samples); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-engine:", err)
+		os.Exit(1)
+	}
+}
+
+var sizes = []int{100, 1000, 10000}
+
+func run(ctx context.Context, samples int) error {
+	if samples < 1 {
+		return fmt.Errorf("samples %d: want at least 1", samples)
+	}
+	stock, err := measure(ctx, samples, "--stock-transactions")
+	if err != nil {
+		return fmt.Errorf("stock moto: %w", err)
+	}
+	fast, err := measure(ctx, samples)
+	if err != nil {
+		return fmt.Errorf("fast path: %w", err)
+	}
+	fmt.Printf("\nsingle-item TransactWriteItems, stream on, median of %d (ms)\n\n", samples)
+	fmt.Printf("%8s  %10s  %10s  %12s\n", "items", "stock", "fast path", "stock/fast")
+	for i, n := range sizes {
+		fmt.Printf("%8d  %10.1f  %10.1f  %11.1fx\n", n, ms(stock[i]), ms(fast[i]), ratio(stock[i], fast[i]))
+	}
+	fmt.Printf("\nfast path at 10,000 / at 100 items: %.2fx (target <= 1.2x)\n", ratio(fast[2], fast[0]))
+	fmt.Printf("stock / fast path at 1,000 items:   %.1fx (target >= 20x)\n", ratio(stock[1], fast[1]))
+	return nil
+}
+
+// measure starts one engine variant and times transactions at each size,
+// growing one table from size to size.
+func measure(ctx context.Context, samples int, launcherArgs ...string) ([]time.Duration, error) {
+	e, err := enginetest.StartMoto(ctx, launcherArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = e.Stop() }()
+	db, err := e.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	table := "bench"
+	if _, err := db.CreateTable(ctx, store.CreateTableInput(table)); err != nil {
+		return nil, fmt.Errorf("create table: %w", err)
+	}
+	var out []time.Duration
+	filled := 0
+	for _, n := range sizes {
+		if err := fill(ctx, db, table, filled, n); err != nil {
+			return nil, err
+		}
+		filled = n
+		var took []time.Duration
+		for s := range samples {
+			pk := "bench#" + strconv.Itoa(n) + "-" + strconv.Itoa(s)
+			started := time.Now()
+			_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
+				Put: &types.Put{TableName: aws.String(table), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+					Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "state": &types.AttributeValueMemberS{Value: "PENDING"}}},
+			}}})
+			took = append(took, time.Since(started))
+			if err != nil {
+				return nil, fmt.Errorf("transaction at %d items: %w", n, err)
+			}
+			// keep the table at n items: the sample goes again
+			if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
+				return nil, fmt.Errorf("delete sample: %w", err)
+			}
+		}
+		slices.Sort(took)
+		out = append(out, took[len(took)/2])
+		fmt.Fprintf(os.Stderr, "%s: %d items: median %.1f ms\n", variant(launcherArgs), n, ms(took[len(took)/2]))
+	}
+	return out, nil
+}
+
+// fill writes items from..to-1 with BatchWriteItem (each an insert stream record).
+func fill(ctx context.Context, db *dynamodb.Client, table string, from, to int) error {
+	for i := from; i < to; i += 25 {
+		var reqs []types.WriteRequest
+		for j := i; j < min(i+25, to); j++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk":      &types.AttributeValueMemberS{Value: "op#fill-" + strconv.Itoa(j)},
+				"state":   &types.AttributeValueMemberS{Value: "SUCCEEDED"},
+				"version": &types.AttributeValueMemberN{Value: "3"},
+				"journal": &types.AttributeValueMemberL{Value: []types.AttributeValue{
+					&types.AttributeValueMemberS{Value: "created"}, &types.AttributeValueMemberS{Value: "create_succeeded"}}},
+			}}})
+		}
+		if _, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}}); err != nil {
+			return fmt.Errorf("fill to %d items: %w", to, err)
+		}
+	}
+	return nil
+}
+
+func variant(args []string) string {
+	if len(args) > 0 {
+		return "stock moto"
+	}
+	return "fast path"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
