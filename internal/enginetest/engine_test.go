@@ -5,13 +5,17 @@ import (
 	"errors"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -160,4 +164,58 @@ func TestAnIdleConnectionDoesNotBlockOtherClients(t *testing.T) {
 	defer cancel()
 	_, err = client.ListTables(callCtx, &dynamodb.ListTablesInput{})
 	assert.NoError(t, err, "a request behind an idle and a half-sent connection is answered")
+}
+
+// The engine keeps at most --stream-max-records stream records per table:
+// the oldest are dropped, sequence numbers go on, and an iterator handed
+// out before the drop reads on from the oldest record kept.
+func TestStreamKeepsAtMostTheConfiguredNumberOfRecords(t *testing.T) {
+	ctx := context.Background()
+	e, err := StartMoto(ctx, "--stream-max-records", "5")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Stop() })
+	db, err := e.Client(ctx)
+	require.NoError(t, err)
+	streams, err := e.StreamsClient(ctx)
+	require.NoError(t, err)
+	in := minimalTable(TableName(t))
+	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	_, err = db.CreateTable(ctx, in)
+	require.NoError(t, err)
+	arn := getStreamARN(t, db, aws.ToString(in.TableName))
+	sd, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+	require.NoError(t, err)
+	early, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn),
+		ShardId: sd.StreamDescription.Shards[0].ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+	require.NoError(t, err)
+
+	for i := range 8 {
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: in.TableName,
+			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k" + strconv.Itoa(i)}}})
+		require.NoError(t, err)
+	}
+	horizon, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn),
+		ShardId: sd.StreamDescription.Shards[0].ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+	require.NoError(t, err)
+	for name, it := range map[string]*string{"new iterator": horizon.ShardIterator, "iterator from before the drop": early.ShardIterator} {
+		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
+		require.NoError(t, err, name)
+		var keys []string
+		var last int
+		for _, r := range out.Records {
+			keys = append(keys, r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS).Value)
+			seq, err := strconv.Atoi(aws.ToString(r.Dynamodb.SequenceNumber)[10:])
+			require.NoError(t, err)
+			assert.Greater(t, seq, last, name)
+			last = seq
+		}
+		assert.Equal(t, []string{"k3", "k4", "k5", "k6", "k7"}, keys, name)
+	}
+}
+
+func getStreamARN(t *testing.T, db *dynamodb.Client, table string) string {
+	t.Helper()
+	desc, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	require.NoError(t, err)
+	return aws.ToString(desc.Table.LatestStreamArn)
 }
