@@ -17,7 +17,8 @@ What it does instead
     The same action-by-action evaluation as stock moto (same checks, in the
     same order, through the same ``get_item`` / ``put_item`` /
     ``update_item`` / ``delete_item`` calls, so every answer, error and
-    cancellation reason is the one stock moto gives). Before an action
+    cancellation reason is the one stock moto gives; only the condition,
+    already evaluated on the same state, is not parsed a second time). Before an action
     writes, its item's current value (one item, deep-copied) and the length
     of its table's stream are noted in an undo log. When the transaction is
     cancelled (any action's condition failed, or an action could not be
@@ -162,7 +163,7 @@ def transact_write_items(
                 self.put_item(
                     table_name,
                     op["Item"],
-                    condition_expression=condition_expression,
+                    condition_expression=None,  # checked above, on this same state
                     expression_attribute_names=names,
                     expression_attribute_values=values,
                 )
@@ -170,7 +171,7 @@ def transact_write_items(
                 self.delete_item(
                     table_name,
                     key,
-                    condition_expression=condition_expression,
+                    condition_expression=None,  # checked above, on this same state
                     expression_attribute_names=names,
                     expression_attribute_values=values,
                 )
@@ -179,7 +180,7 @@ def transact_write_items(
                     table_name,
                     key,
                     update_expression=op["UpdateExpression"],
-                    condition_expression=condition_expression,
+                    condition_expression=None,  # checked above, on this same state
                     expression_attribute_names=names,
                     expression_attribute_values=values,
                 )
