@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -218,4 +220,17 @@ func getStreamARN(t *testing.T, db *dynamodb.Client, table string) string {
 	desc, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	require.NoError(t, err)
 	return aws.ToString(desc.Table.LatestStreamArn)
+}
+
+// The launcher's Python patches have their own unit tests (a clock the test
+// moves: 24-hour retention, iterator expiry); `make test` runs them here.
+func TestEnginePatchesPassTheirUnitTests(t *testing.T) {
+	root, err := RepoRoot()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), filepath.Join(root, venvPython), "-m", "unittest", "discover",
+		"-s", filepath.Join(root, "infra", "engine"), "-p", "test_*.py")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "OK")
 }
