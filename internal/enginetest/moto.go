@@ -56,7 +56,7 @@ type motoProcess struct {
 	stopErr  error
 }
 
-// startMoto launches the single-threaded moto launcher from the project
+// startMoto launches the moto launcher (one request at a time) from the project
 // virtualenv on a free loopback port and waits for its LISTENING line.
 func startMoto(ctx context.Context, root string, launcherArgs ...string) (*motoProcess, error) {
 	python := filepath.Join(root, venvPython)
