@@ -195,3 +195,40 @@ func TestTransactionUpdatesVersionAndDeletesOwnedKey(t *testing.T) {
 		})
 	}
 }
+
+// DynamoDB answers a transaction naming a table that does not exist with
+// ResourceNotFoundException, and applies nothing. moto does so for Put and
+// Update actions (it validates them up front); for a Delete or a
+// ConditionCheck on a missing table it cancels the transaction with that
+// action's reason coded ResourceNotFoundException. Either way nothing is
+// applied, which is all the store relies on.
+func TestTransactionOnAMissingTable(t *testing.T) {
+	c, table := newTable(t)
+	ctx := t.Context()
+	missing := table + "-missing"
+	put := txPutIfAbsent(table, item{"pk": s("intent#a")}, "")
+
+	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		put, txPutIfAbsent(missing, item{"pk": s("intent#b")}, ""),
+	}})
+	var notFound *types.ResourceNotFoundException
+	assert.True(t, errors.As(err, &notFound), "put into a missing table: want ResourceNotFoundException, got %v", err)
+	assert.Nil(t, getItem(t, c, table, "intent#a"), "nothing applied")
+
+	_, err = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		put, {ConditionCheck: &types.ConditionCheck{TableName: aws.String(missing), Key: key("intent#b"),
+			ConditionExpression: aws.String("attribute_exists(pk)")}},
+	}})
+	if engine.Kind() == enginetest.KindMoto {
+		t.Run("moto_difference_condition_check_on_a_missing_table_cancels", func(t *testing.T) {
+			var tce *types.TransactionCanceledException
+			require.True(t, errors.As(err, &tce), "want TransactionCanceledException, got %v", err)
+			assert.Equal(t, []string{codeNone, "ResourceNotFoundException"}, reasonCodes(tce))
+		})
+	} else {
+		t.Run("condition_check_on_a_missing_table_is_ResourceNotFound", func(t *testing.T) {
+			assert.True(t, errors.As(err, &notFound), "want ResourceNotFoundException, got %v", err)
+		})
+	}
+	assert.Nil(t, getItem(t, c, table, "intent#a"), "nothing applied")
+}
