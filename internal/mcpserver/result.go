@@ -16,6 +16,9 @@ type ErrorBody struct {
 	Message      string            `json:"message"`
 	RetryAllowed bool              `json:"retry_allowed"`
 	NextAction   *tools.NextAction `json:"next_action,omitempty"`
+	// Handle is the operation the refusal is about, when the caller may
+	// see it (e.g. the ticket an approval was refused for).
+	Handle string `json:"handle,omitempty"`
 }
 
 // BusinessError returns a tool result with isError true whose
@@ -67,7 +70,8 @@ func mustMarshal(v any) []byte {
 	return data
 }
 
-// errorEnvelopeSchema describes ErrorBody. JSON Schema 2020-12.
+// errorEnvelopeSchema describes ErrorBody. JSON Schema 2020-12. Every
+// tool's advertised outputSchema admits it (see advertisedOutputSchema).
 const errorEnvelopeSchema = `{
   "type": "object",
   "additionalProperties": false,
@@ -84,16 +88,15 @@ const errorEnvelopeSchema = `{
         "hint": {"type": "string"}
       },
       "required": ["hint"]
-    }
+    },
+    "handle": {"type": "string", "pattern": "^op_[a-z2-7]{26}$"}
   },
   "required": ["code", "message", "retry_allowed"]
 }`
 
 // ErrorEnvelopeSchema returns the JSON Schema of the structuredContent of
-// error results. Some clients (the TypeScript SDK in some releases) validate
-// structuredContent against outputSchema even when isError is true; a tool
-// that must work with them can make its outputSchema
-// {"type":"object","anyOf":[<success>, ErrorEnvelopeSchema()]}.
+// error results built by BusinessError. Every tool's advertised
+// outputSchema is {"type":"object","anyOf":[<the tool's own>, this]}.
 func ErrorEnvelopeSchema() json.RawMessage {
 	return json.RawMessage(errorEnvelopeSchema)
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -60,4 +61,43 @@ func (c *compiledSchema) validateJSON(data []byte) (any, error) {
 		return v, err
 	}
 	return v, nil
+}
+
+// advertisedOutputSchema is the outputSchema clients see: the tool's own
+// result shape or the error envelope. The MCP specification requires every
+// structured result to conform to the outputSchema, errors included, and
+// validating clients (the Inspector, the TypeScript SDK) refuse one that
+// does not. anyOf, not oneOf: a tool's own schema may be open enough to
+// admit an error body too, which is still a conforming result.
+//
+// The tool's schema is nested, so it must not point at its own root
+// ("$ref", "$defs", "$id" would resolve against the union instead).
+func advertisedOutputSchema(own json.RawMessage) (json.RawMessage, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(own, &doc); err != nil {
+		return nil, fmt.Errorf("parsing schema: %w", err)
+	}
+	for _, k := range []string{"$defs", "definitions", "$id", "$anchor"} {
+		if _, ok := doc[k]; ok {
+			return nil, fmt.Errorf("schema root must not use %q: the advertised schema nests it", k)
+		}
+	}
+	if bytes.Contains(own, []byte(`"$ref"`)) || bytes.Contains(own, []byte(`"$dynamicRef"`)) {
+		return nil, fmt.Errorf(`schema must not use "$ref": the advertised schema nests it`)
+	}
+	union := map[string]json.RawMessage{"type": json.RawMessage(`"object"`)}
+	if dialect, ok := doc["$schema"]; ok {
+		union["$schema"] = dialect
+		delete(doc, "$schema")
+	}
+	inner, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding schema: %w", err)
+	}
+	union["anyOf"] = json.RawMessage(`[` + string(inner) + `,` + errorEnvelopeSchema + `]`)
+	out, err := json.Marshal(union)
+	if err != nil {
+		return nil, fmt.Errorf("encoding advertised schema: %w", err)
+	}
+	return out, nil
 }

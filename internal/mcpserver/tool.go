@@ -25,7 +25,9 @@ type Tool struct {
 	// before Handler runs.
 	InputSchema json.RawMessage
 	// OutputSchema is a JSON Schema 2020-12 object schema for the
-	// structuredContent of successful results.
+	// structuredContent of the tool's own results. Clients are shown it
+	// joined with the error envelope (advertisedOutputSchema), so every
+	// result conforms, BusinessError ones included.
 	OutputSchema json.RawMessage
 	Annotations  *mcp.ToolAnnotations
 	// Handler runs only for arguments that satisfy InputSchema. It must
@@ -77,9 +79,16 @@ func compileTool(t Tool, logger *slog.Logger) (*registeredTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
-	output, err := compileObjectSchema(t.OutputSchema, false)
+	if _, err := compileObjectSchema(t.OutputSchema, false); err != nil {
+		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
+	}
+	advertised, err := advertisedOutputSchema(t.OutputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
+	}
+	output, err := compileObjectSchema(advertised, false)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: advertised output schema: %w", t.Name, err)
 	}
 	return &registeredTool{tool: t, input: input, output: output, logger: logger.With("tool", t.Name)}, nil
 }
@@ -183,20 +192,18 @@ func (rt *registeredTool) outcomeUnknown() *mcp.CallToolResult {
 		})
 }
 
-// checkOutput logs a successful result whose structuredContent violates the
-// outputSchema. The result is still returned: it may report an effect that
-// already happened, and hiding it would invite a duplicate.
+// checkOutput logs a result, success or error, whose structuredContent
+// violates the advertised outputSchema. The result is still returned: it
+// may report an effect that already happened, and hiding it would invite a
+// duplicate.
 func (rt *registeredTool) checkOutput(ctx context.Context, call Call, result *mcp.CallToolResult) {
-	if result.IsError {
-		return
-	}
 	data, err := structuredJSON(result.StructuredContent)
 	if err == nil {
 		_, err = rt.output.validateJSON(data)
 	}
 	if err != nil {
 		rt.logger.ErrorContext(ctx, "tool result does not match its outputSchema",
-			"request_id", call.RequestID, "error", shortenLibraryError(err))
+			"request_id", call.RequestID, "is_error", result.IsError, "error", shortenLibraryError(err))
 	}
 }
 
