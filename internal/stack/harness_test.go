@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/schemacheck"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/testsync"
@@ -134,11 +135,31 @@ func callCtx(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool stri
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	require.NoError(t, err)
+	requireConforms(t, ctx, cs, tool, res)
 	raw, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(raw, &body))
 	return body, res.IsError
+}
+
+// requireConforms checks a result against the outputSchema the server
+// advertises for the tool, with an independent validator: every result any
+// test here produces, success or error, is checked.
+func requireConforms(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, res *mcp.CallToolResult) {
+	t.Helper()
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for _, advertised := range list.Tools {
+		if advertised.Name != tool {
+			continue
+		}
+		schema, err := schemacheck.Compile(advertised.OutputSchema)
+		require.NoError(t, err, tool)
+		require.NoError(t, schema.Validate(res.StructuredContent), "%s (isError %v) does not conform to its outputSchema", tool, res.IsError)
+		return
+	}
+	t.Fatalf("tool %s is not listed", tool)
 }
 
 // newTestClock is a settable clock shared by the replicas, the reconciler
