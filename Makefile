@@ -23,9 +23,17 @@ TEST_EXTRA_DEPS ?= template
 
 # Directories gofmt must not walk into.
 GOFMT_PRUNE := -path ./.git -o -path ./$(VENV) -o -path ./$(TOOLS_VENV) -o -path ./.build \
-	-o -path ./.aws-sam -o -path ./.devstack -o -path ./node_modules
+	-o -path ./.aws-sam -o -path ./.devstack -o -path ./node_modules -o -path ./$(CLIENTS_VENV) -o -path ./$(CLIENTS_DIR)/node_modules
 
 LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath
+
+# MCP clients the client tests drive (test/clients): node packages pinned by
+# package-lock.json (with the Node 22 runtime) and the Python SDK client.
+CLIENTS_DIR := test/clients
+CLIENTS_NODE_STAMP := $(CLIENTS_DIR)/node_modules/.installed
+CLIENTS_VENV := .venv-clients
+CLIENTS_VENV_STAMP := $(CLIENTS_VENV)/.installed
+NPM ?= npm
 
 .PHONY: help venv test fmt-check vet go-test test-engine run build engine clean distclean template rie
 
@@ -49,7 +57,7 @@ $(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-t
 	$(TOOLS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements-tools.txt
 	touch $@
 
-test: venv fmt-check vet $(TEST_EXTRA_DEPS) ## gofmt check, go vet, all Go tests (local engine: moto)
+test: venv client-deps fmt-check vet $(TEST_EXTRA_DEPS) ## gofmt check, go vet, all Go tests (local engine: moto)
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
@@ -82,10 +90,30 @@ engine: $(VENV_STAMP) ## Serve the local engine in the foreground on 127.0.0.1:8
 clean: ## Remove build outputs and devstack state
 	rm -rf .build .aws-sam .devstack
 
-distclean: clean ## Also remove the Python virtualenvs
-	rm -rf $(VENV) $(TOOLS_VENV)
+distclean: clean ## Also remove the Python virtualenvs and the installed MCP clients
+	rm -rf $(VENV) $(TOOLS_VENV) $(CLIENTS_VENV) $(CLIENTS_DIR)/node_modules
 
 # ---------------------------------------------------------------- engine benchmark
 .PHONY: bench-engine
 bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
 	$(GO) run ./infra/engine/bench $(BENCH_ARGS)
+
+# --- MCP clients and conformance (test/clients) ---------------------------
+
+.PHONY: client-deps conformance
+
+client-deps: $(CLIENTS_NODE_STAMP) $(CLIENTS_VENV_STAMP) ## Install the pinned MCP clients: npm ci into test/clients, the Python SDK into .venv-clients
+
+# `npm install --no-save` installs exactly what package-lock.json pins. Not
+# `npm ci`: it refuses this lock because an optional, Windows-only package
+# of vite (pulled in by the Inspector) is not served by every registry, so
+# the lock cannot list it.
+$(CLIENTS_NODE_STAMP): $(CLIENTS_DIR)/package.json $(CLIENTS_DIR)/package-lock.json
+	$(NPM) install --no-save --prefix $(CLIENTS_DIR) --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt
+	rm -rf $(CLIENTS_VENV)
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(CLIENTS_DIR)/python/requirements.txt
+	touch $@
