@@ -41,7 +41,8 @@ type Front struct {
 
 // New returns a front invoking the function at invokeURL (the emulator's
 // "/2015-03-31/functions/function/invocations"). route is the routeKey the
-// events carry, e.g. "POST /mcp" or "$default".
+// events carry, e.g. "$default"; empty means "METHOD /path" of each request
+// (every request is passed on: there is no route table to answer 404).
 func New(invokeURL, route string) *Front {
 	return &Front{invokeURL: invokeURL, route: route, client: &http.Client{}, now: time.Now}
 }
@@ -60,7 +61,11 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := fmt.Sprintf("front-%d", f.next.Add(1))
-	ev := Event(r, body, f.route, id, f.now())
+	route := f.route
+	if route == "" {
+		route = r.Method + " " + r.URL.Path
+	}
+	ev := Event(r, body, route, id, f.now())
 	resp, err := f.invoke(r.Context(), ev)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
