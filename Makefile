@@ -102,7 +102,7 @@ bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,0
 
 .PHONY: client-deps conformance
 
-client-deps: $(CLIENTS_NODE_STAMP) $(CLIENTS_VENV_STAMP) ## Install the pinned MCP clients: npm ci into test/clients, the Python SDK into .venv-clients
+client-deps: $(CLIENTS_NODE_STAMP) $(CLIENTS_VENV_STAMP) ## Install the pinned MCP clients: npm into test/clients, the Python SDK into .venv-clients
 
 # `npm install --no-save` installs exactly what package-lock.json pins. Not
 # `npm ci`: it refuses this lock because an optional, Windows-only package
@@ -111,6 +111,15 @@ client-deps: $(CLIENTS_NODE_STAMP) $(CLIENTS_VENV_STAMP) ## Install the pinned M
 $(CLIENTS_NODE_STAMP): $(CLIENTS_DIR)/package.json $(CLIENTS_DIR)/package-lock.json
 	$(NPM) install --no-save --prefix $(CLIENTS_DIR) --no-audit --no-fund --loglevel=error
 	touch $@
+
+# The MCP conformance suite's tools-only scenarios, at 2026-07-28, against the
+# MCP function over plain HTTP and under the Lambda Runtime Interface
+# Emulator behind the local API Gateway front; prints both scores side by
+# side and fails if the adapter changes any check's outcome.
+conformance: $(VENV_STAMP) client-deps ## Run the MCP conformance suite over plain HTTP and through the Lambda adapter; print the scores
+	INTENTGATE_CONFORMANCE=1 $(GO) test -count=1 -timeout 30m -v \
+		-run '^TestConformanceSuiteScoresTheSameOverHTTPAndThroughTheAdapter$$' ./test/rie/ \
+		| grep -v -e '^=== ' -e '^--- PASS' -e '^PASS$$'
 
 $(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt
 	rm -rf $(CLIENTS_VENV)
