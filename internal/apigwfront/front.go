@@ -37,6 +37,11 @@ type Front struct {
 	client    *http.Client
 	next      atomic.Uint64 // request id counter
 	now       func() time.Time
+	// slot admits one invocation at a time: an emulator is one execution
+	// environment, which Lambda never gives two invocations at once (the
+	// emulator crashes on a second). Where Lambda would start another
+	// environment, the front makes the request wait.
+	slot chan struct{}
 }
 
 // New returns a front invoking the function at invokeURL (the emulator's
@@ -44,7 +49,7 @@ type Front struct {
 // events carry, e.g. "$default"; empty means "METHOD /path" of each request
 // (every request is passed on: there is no route table to answer 404).
 func New(invokeURL, route string) *Front {
-	return &Front{invokeURL: invokeURL, route: route, client: &http.Client{}, now: time.Now}
+	return &Front{invokeURL: invokeURL, route: route, client: &http.Client{}, now: time.Now, slot: make(chan struct{}, 1)}
 }
 
 // ServeHTTP invokes the function with the request's event and writes its
@@ -80,6 +85,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *Front) invoke(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var out events.APIGatewayV2HTTPResponse
+	select {
+	case f.slot <- struct{}{}:
+		defer func() { <-f.slot }()
+	case <-ctx.Done():
+		return out, fmt.Errorf("waiting for the function: %w", ctx.Err())
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return out, fmt.Errorf("encoding event: %w", err)

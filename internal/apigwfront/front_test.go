@@ -2,9 +2,12 @@ package apigwfront
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,4 +87,42 @@ func TestAnOversizedBodyIsRefusedBeforeInvoking(t *testing.T) {
 	New("http://127.0.0.1:1/never", "$default").ServeHTTP(rec,
 		httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat("x", MaxBodyBytes+1))))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+}
+
+// TestInvocationsAreOneAtATime: an emulator is one execution environment
+// and crashes when a second invocation arrives while one runs; the front
+// queues concurrent requests instead.
+func TestInvocationsAreOneAtATime(t *testing.T) {
+	var running, most atomic.Int32
+	function := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		var ev events.APIGatewayV2HTTPRequest
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		_ = json.NewEncoder(w).Encode(events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: ev.RequestContext.RequestID})
+	}))
+	defer function.Close()
+	front := httptest.NewServer(New(function.URL, ""))
+	defer front.Close()
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(front.URL+"/mcp", "application/json", strings.NewReader("{}"))
+			if assert.NoError(t, err) {
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), most.Load(), "never two invocations at once")
 }
