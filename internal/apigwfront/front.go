@@ -34,9 +34,11 @@ const MaxBodyBytes = 10 << 20
 type Front struct {
 	invokeURL string
 	route     string
-	client    *http.Client
-	next      atomic.Uint64 // request id counter
-	now       func() time.Time
+	// hosts are the host names the API answers to; empty means any.
+	hosts  map[string]bool
+	client *http.Client
+	next   atomic.Uint64 // request id counter
+	now    func() time.Time
 	// slot admits one invocation at a time: an emulator is one execution
 	// environment, which Lambda never gives two invocations at once (the
 	// emulator crashes on a second). Where Lambda would start another
@@ -48,14 +50,38 @@ type Front struct {
 // "/2015-03-31/functions/function/invocations"). route is the routeKey the
 // events carry, e.g. "$default"; empty means "METHOD /path" of each request
 // (every request is passed on: there is no route table to answer 404).
-func New(invokeURL, route string) *Front {
-	return &Front{invokeURL: invokeURL, route: route, client: &http.Client{}, now: time.Now, slot: make(chan struct{}, 1)}
+//
+// hosts are the API's domain names (without port). API Gateway answers a
+// request for a host it does not serve with 403 before any invocation; the
+// front does the same when hosts are given, so a DNS-rebinding request
+// (Host: attacker.example) never reaches the function.
+func New(invokeURL, route string, hosts ...string) *Front {
+	f := &Front{invokeURL: invokeURL, route: route, client: &http.Client{}, now: time.Now, slot: make(chan struct{}, 1)}
+	if len(hosts) > 0 {
+		f.hosts = make(map[string]bool, len(hosts))
+		for _, h := range hosts {
+			f.hosts[strings.ToLower(h)] = true
+		}
+	}
+	return f
 }
 
 // ServeHTTP invokes the function with the request's event and writes its
 // response. A function that cannot be invoked or answers with something
 // that is not a payload 2.0 response is a 502, as at API Gateway.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.hosts != nil {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !f.hosts[strings.ToLower(host)] {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"message":"Forbidden"}`)
+			return
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)

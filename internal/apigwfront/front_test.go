@@ -126,3 +126,28 @@ func TestInvocationsAreOneAtATime(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(1), most.Load(), "never two invocations at once")
 }
+
+// TestARequestForAnotherHostIsForbiddenBeforeInvoking: API Gateway serves
+// only its own domains, so a DNS-rebinding request never reaches the
+// function.
+func TestARequestForAnotherHostIsForbiddenBeforeInvoking(t *testing.T) {
+	var invoked atomic.Int32
+	function := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		invoked.Add(1)
+		_ = json.NewEncoder(w).Encode(events.APIGatewayV2HTTPResponse{StatusCode: 200})
+	}))
+	defer function.Close()
+	front := New(function.URL, "", "localhost", "127.0.0.1")
+
+	evil := httptest.NewRequest(http.MethodPost, "http://attacker.example:8080/mcp", strings.NewReader("{}"))
+	rec := httptest.NewRecorder()
+	front.ServeHTTP(rec, evil)
+	assert.Equal(t, http.StatusForbidden, rec.Code)
+	assert.Equal(t, int32(0), invoked.Load())
+
+	own := httptest.NewRequest(http.MethodPost, "http://localhost:8080/mcp", strings.NewReader("{}"))
+	rec = httptest.NewRecorder()
+	front.ServeHTTP(rec, own)
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, int32(1), invoked.Load())
+}
