@@ -219,6 +219,30 @@ func (op Operation) CommitHorizon() (horizon time.Time, ok bool) {
 	return horizon, grants > 0
 }
 
+// ApprovableBefore reports whether op was, at some point, SUCCEEDED with
+// no duplicate audit pending: a dependent action (approve_rollout) could
+// have been approved then. Approvals are not stored here, so an incident
+// raised afterwards flags that one may already have been given.
+func (op Operation) ApprovableBefore() bool {
+	for _, ev := range op.Journal {
+		if ev.To == StateSucceeded && ev.NextAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// DispatchDeadline is the commit deadline of op's latest dispatch grant
+// (zero when it carried none): what the dispatcher sends with the create.
+func (op Operation) DispatchDeadline() time.Time {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.Type == EventDispatchStarted || ev.Type == EventRetryClaimed {
+			return ev.CommitDeadline
+		}
+	}
+	return time.Time{}
+}
+
 // WithCommitDeadline records deadline on the dispatch grant of a new,
 // not yet stored operation (its provider_dispatch_started event).
 func (op Operation) WithCommitDeadline(deadline time.Time) Operation {
@@ -268,7 +292,8 @@ func (op Operation) DispatchOutcome() (Event, bool) {
 func (op Operation) Attempts() int { return op.RetryCount + 1 }
 
 // Blocked reports whether dependent actions must wait: anything whose effect
-// is not proven present blocks them (UNKNOWN is never reported as done).
+// is not proven present blocks them (UNKNOWN is never reported as done),
+// and so does a SUCCEEDED whose duplicate audit has not cleared it yet.
 func (op Operation) Blocked() bool {
-	return op.State != StateSucceeded
+	return op.State != StateSucceeded || op.AuditPending()
 }
