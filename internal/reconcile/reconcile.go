@@ -183,6 +183,11 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		if settled.After(next) {
 			next = settled
 		}
+		if ready := now.Add(found.ReadyIn); ready.After(next) {
+			// The provider's index cannot cover the commit horizon before
+			// then: probing earlier would only spend the budget.
+			next = ready
+		}
 		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultNotFoundUnproven,
 			Outcome: operation.OutcomeVerificationInconclusive, NextAt: next, Detail: joinDetail(found.Detail, why)}
 	}
@@ -285,8 +290,12 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 		if err != nil {
 			detail = "lookup failed: " + tools.ErrorDetail(err)
 		}
+		next := now.Add(s.wait(op.ProbeCount))
+		if ready := now.Add(found.ReadyIn); ready.After(next) {
+			next = ready
+		}
 		ev = operation.Event{Type: operation.EventAuditDeferred, Source: source, Result: ResultNotFoundUnproven,
-			NextAt: now.Add(s.wait(op.ProbeCount)), Detail: joinDetail(detail, "duplicate audit not yet conclusive")}
+			NextAt: next, Detail: joinDetail(detail, "duplicate audit not yet conclusive")}
 	}
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)

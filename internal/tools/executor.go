@@ -370,8 +370,14 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			errClass = "verification"
 		}
 		if ev.Type == operation.EventClientTimeout || ev.Type == operation.EventResponseMissing || ev.Type == operation.EventVerifyFailed {
-			// First probe once the provider's settle window has passed.
-			ev.NextAt = e.SettledAt(op, tool.Recovery().SettleWindow)
+			// First probe once the provider's settle window has passed
+			// and, where the provider bounds late commits, once its index
+			// can cover the commit deadline.
+			rec := tool.Recovery()
+			ev.NextAt = e.SettledAt(op, rec.SettleWindow)
+			if d := op.DispatchDeadline(); rec.CommitDeadline && !rec.IdempotentCreate && !d.IsZero() && d.Add(rec.SettleWindow).After(ev.NextAt) {
+				ev.NextAt = d.Add(rec.SettleWindow)
+			}
 		}
 	}
 	ev.At = e.cfg.Clock()

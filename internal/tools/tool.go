@@ -58,6 +58,11 @@ type ProbeResult struct {
 	// provider deduplicates by our request key). Without it, proven
 	// absence does not make a re-send safe.
 	LateCommitsBounded bool
+	// ReadyIn, for a non-authoritative answer, is how far the provider's
+	// index still lags behind what an authoritative answer needs (by the
+	// provider's own clock); zero when unknown. The next probe waits at
+	// least this long instead of spending the probe budget.
+	ReadyIn time.Duration
 	// ProviderTime is the provider's clock when it answered, if it said:
 	// the reconciler bounds the skew against its own clock with it.
 	ProviderTime time.Time

@@ -73,6 +73,9 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 	covered := found.Covers(coverBy)
 	res.Authoritative = covered && dropped == 0
 	res.LateCommitsBounded = bounded && res.Authoritative
+	if !covered && found.Complete {
+		res.ReadyIn = coverBy.Sub(found.IndexedThrough)
+	}
 
 	var parts []string
 	switch len(res.Matches) {
