@@ -260,3 +260,66 @@ func (l *leaseLoser) CreateTicket(ctx context.Context, in provider.TicketInput) 
 	l.lose()
 	return t, err
 }
+
+// journal writes ev on the current version of handle, as a stale
+// dispatcher's evidence would arrive.
+func (f releaseFixture) journal(t *testing.T, handle string, ev operation.Event) operation.Operation {
+	t.Helper()
+	next, err := f.st.Transition(context.Background(), f.get(t, handle), ev)
+	require.NoError(t, err)
+	return next
+}
+
+// A first-attempt success needs no audit, and approve_rollout may approve
+// it. Then a stale dispatcher's evidence of another ticket arrives: the
+// audit reads that id back, raises the incident and flags that an approval
+// may already have been given.
+func TestStaleEvidenceOfASecondTicketAfterSuccessBecomesAnIncident(t *testing.T) {
+	f := newReleaseFixture(t, releaseOptions{lag: time.Second})
+	op := f.storedTicketOp(t, 10*time.Second)
+	done, _, err := f.disp.Dispatch(context.Background(), f.fam, op)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateSucceeded, done.State)
+	require.False(t, done.AuditPending(), "one attempt, nothing to audit")
+	_, err = f.fam.Approve(deployer, done)
+	require.NoError(t, err, "approvable")
+
+	other, err := f.client.CreateTicket(context.Background(), provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "dana"})
+	require.NoError(t, err)
+	now := f.at(f.dispatcher)()
+	withEvidence := f.journal(t, op.Handle, operation.Event{Type: operation.EventEvidenceRecorded, At: now, NextAt: now,
+		Source: "stale_dispatcher", ResourceID: other.TicketID})
+	require.True(t, withEvidence.AuditPending())
+	_, err = f.fam.Approve(deployer, withEvidence)
+	require.Error(t, err, "approval waits for the audit")
+
+	got := f.drive(t, op.Handle)
+	assert.Equal(t, operation.StateEscalated, got.State)
+	assert.Equal(t, operation.OutcomeIncidentMultipleEffects, got.Outcome)
+	assert.Contains(t, got.Escalation, "an approval of a dependent action may already have been given")
+}
+
+// Evidence of an effect on an operation whose absence was proven: the
+// reconciler must not re-send (that could be a second effect).
+func TestRetryableWithEffectEvidenceEscalatesInsteadOfResending(t *testing.T) {
+	f := newReleaseFixture(t, releaseOptions{lag: time.Second})
+	op := f.submitWithFault(t, releaseapi.CreateTimeoutBeforeCommit, 0)
+	ctx := context.Background()
+	for step := 0; f.get(t, op.Handle).State != operation.StateRetryable; step++ {
+		require.Less(t, step, 20)
+		cur := f.get(t, op.Handle)
+		if now := f.at(f.reconciler)(); cur.DueAt.After(now) {
+			f.base.Advance(cur.DueAt.Sub(now))
+		}
+		_, err := f.recon.Reconcile(ctx, cur)
+		require.NoError(t, err)
+	}
+	now := f.at(f.dispatcher)()
+	f.journal(t, op.Handle, operation.Event{Type: operation.EventEvidenceRecorded, At: now, NextAt: now,
+		Source: "stale_dispatcher", ResourceID: "ticket-9999"})
+
+	got := f.drive(t, op.Handle)
+	assert.Equal(t, operation.StateEscalated, got.State)
+	assert.Contains(t, got.Escalation, "effect evidence [ticket-9999]")
+	assert.Equal(t, 1, f.sim.Stats().CreateCalls, "never re-sent")
+}
