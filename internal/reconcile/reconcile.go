@@ -183,9 +183,10 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		if settled.After(next) {
 			next = settled
 		}
-		if ready := now.Add(found.ReadyIn); ready.After(next) {
+		if ready := now.Add(min(found.ReadyIn, backoffCap)); ready.After(next) {
 			// The provider's index cannot cover the commit horizon before
-			// then: probing earlier would only spend the budget.
+			// then (at its present lag): probing earlier would only spend
+			// the budget. Capped, since the lag may shrink.
 			next = ready
 		}
 		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultNotFoundUnproven,
@@ -291,7 +292,7 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 			detail = "lookup failed: " + tools.ErrorDetail(err)
 		}
 		next := now.Add(s.wait(op.ProbeCount))
-		if ready := now.Add(found.ReadyIn); ready.After(next) {
+		if ready := now.Add(min(found.ReadyIn, backoffCap)); ready.After(next) {
 			next = ready
 		}
 		ev = operation.Event{Type: operation.EventAuditDeferred, Source: source, Result: ResultNotFoundUnproven,
