@@ -2,6 +2,7 @@ package releaseapi_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -96,4 +97,27 @@ func TestCommitLateWithoutADeadlineCommitsAfterTheFixedDelay(t *testing.T) {
 func TestNegativeLateCommitOverrunIsRefused(t *testing.T) {
 	f := newFixture(t, 0, time.Second)
 	assert.Error(t, f.sim.SetFaults(releaseapi.Faults{LateCommitOverrunMS: -1}))
+}
+
+// The latency fault keeps working after the client gave up; with a commit
+// deadline it can no longer commit after it (real clock: the pause alone
+// outlasts the deadline).
+func TestLatencyCannotCommitPastTheDeadline(t *testing.T) {
+	sim := releaseapi.New(releaseapi.Config{APIKey: testKey})
+	server := httptest.NewServer(sim)
+	t.Cleanup(server.Close)
+	client, err := provider.NewReleaseClient(provider.ReleaseConfig{BaseURL: server.URL, APIKey: testKey, MaxConns: 1, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, sim.SetFaults(releaseapi.Faults{LatencyMS: 300}))
+	in := payments
+	in.CommitDeadline = time.Now().Add(50 * time.Millisecond)
+
+	_, err = client.CreateTicket(context.Background(), in)
+
+	assert.Equal(t, provider.CodeCommitDeadlinePassed, func() string {
+		var pe *provider.Error
+		require.ErrorAs(t, err, &pe)
+		return pe.Code
+	}())
+	assert.Equal(t, 0, sim.Stats().TicketsCommitted)
 }

@@ -46,16 +46,21 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 			candidates = append(candidates, t.TicketID)
 		}
 	}
+	searched := len(candidates)
 	for _, id := range op.EffectEvidence() {
 		if !seen[id] {
 			seen[id] = true
 			candidates = append(candidates, id)
 		}
 	}
-	for _, id := range candidates {
+	for i, id := range candidates {
 		if _, err := f.confirm(ctx, op, id); err != nil {
 			if errors.Is(err, ErrNotConfirmed) {
-				dropped++
+				// A search hit the read denies makes the index suspect; a
+				// journalled id the read denies is simply not an effect.
+				if i < searched {
+					dropped++
+				}
 				continue
 			}
 			return tools.ProbeResult{}, fmt.Errorf("%s: confirm %s: %w", query, id, err)
