@@ -115,11 +115,12 @@ func (e *Executor) SettledAt(op operation.Operation, settle time.Duration) time.
 	return op.LastDispatchAt.Add(e.cfg.Budget.Downstream + settle)
 }
 
-// ClaimNeeds is the time a claimed re-send needs: the dispatch, two store
-// writes and the reserve. A claim with less left would burn a retry.
+// ClaimNeeds is the time a claimed re-send needs: the fence read, the
+// dispatch, two store writes and the reserve. A claim with less left would
+// burn a retry.
 func (e *Executor) ClaimNeeds() time.Duration {
 	b := e.cfg.Budget
-	return b.Reserve + b.Downstream + 2*b.Store
+	return b.Reserve + b.Downstream + 3*b.Store
 }
 
 // Now is the executor's clock.
