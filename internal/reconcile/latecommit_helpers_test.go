@@ -100,12 +100,14 @@ func newReleaseFixture(t *testing.T, o releaseOptions) releaseFixture {
 }
 
 // submitWithFault sends the first create through the dispatcher under one
-// create fault and returns the stored operation.
+// create fault (none when mode is empty) and returns the stored operation.
 func (f releaseFixture) submitWithFault(t *testing.T, mode releaseapi.CreateMode, overrun time.Duration) operation.Operation {
 	t.Helper()
-	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
-		Create: []releaseapi.CreateFault{{Mode: mode, Times: 1}}, LateCommitOverrunMS: int(overrun / time.Millisecond),
-	}))
+	faults := releaseapi.Faults{LateCommitOverrunMS: int(overrun / time.Millisecond)}
+	if mode != "" {
+		faults.Create = []releaseapi.CreateFault{{Mode: mode, Times: 1}}
+	}
+	require.NoError(t, f.sim.SetFaults(faults))
 	args, err := json.Marshal(map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu", "operation_id": "deploy-payments-8bc911d"})
 	require.NoError(t, err)
 	sub, err := f.disp.Submit(context.Background(), f.fam, deployer, args, "")
