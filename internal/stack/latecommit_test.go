@@ -31,7 +31,9 @@ func TestLateCommitAfterTheWaitEndedIsFoundAndNeverDuplicated(t *testing.T) {
 	r.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateWithinDeadline, Times: 1}}})
 	res, isErr := call(t, r.deployer, release.ToolCreate, ticketArgs("8bc911d", "deploy-late-commit-1"))
 	require.True(t, isErr)
-	require.Equal(t, "UNKNOWN", res["status"])
+	// UNKNOWN; PENDING only when a loaded store could not record the
+	// outcome in its budget (the lease then expires to UNKNOWN).
+	require.Contains(t, []any{"UNKNOWN", "PENDING"}, res["status"], res)
 
 	r.sweepEvery(t, 10*time.Second, 12)
 
@@ -56,7 +58,9 @@ func TestLateCommitBeyondTheDeadlineBecomesAnIncidentAndBlocksApproval(t *testin
 	})
 	res, isErr := call(t, r.deployer, release.ToolCreate, ticketArgs("8bc911d", "deploy-late-commit-2"))
 	require.True(t, isErr)
-	require.Equal(t, "UNKNOWN", res["status"])
+	// UNKNOWN; PENDING only when a loaded store could not record the
+	// outcome in its budget (the lease then expires to UNKNOWN).
+	require.Contains(t, []any{"UNKNOWN", "PENDING"}, res["status"], res)
 
 	r.sweepEvery(t, 10*time.Second, 12)
 
