@@ -91,7 +91,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.Executor, err = tools.NewExecutor(tools.ExecutorConfig{
-		Store: a.Store, Budget: cfg.Budget, Clock: opts.Clock,
+		Store: a.Store, Budget: cfg.Budget, Clock: opts.Clock, ClockSkewBound: cfg.ClockSkewBound,
 		Observe: observe(a.Auditor, a.Metrics),
 	}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -135,6 +135,7 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	}
 	relRecovery := release.DefaultRecovery()
 	relRecovery.SettleWindow = cfg.ReleaseSettleWindow
+	relRecovery.CommitDeadline = cfg.ReleaseCommitDeadline
 	families[release.ToolCreate] = release.New(rel, grants, relRecovery)
 	return families, nil
 }

@@ -50,8 +50,15 @@ type Config struct {
 	// Release API key; read only when INTENTGATE_RELEASE_API_URL is set.
 	ReleaseAPIKeyParameter string
 	ReleaseSettleWindow    time.Duration // INTENTGATE_RELEASE_SETTLE_WINDOW
-	DeployGrants           string        // INTENTGATE_DEPLOY_GRANTS: team=svc,svc;team2=svc
-	Operator               string        // INTENTGATE_OPERATOR: named operator escalations go to
+	// INTENTGATE_RELEASE_COMMIT_DEADLINE: the Release API honours the
+	// commit deadline sent with each create (default true). false: proven
+	// absence of a ticket escalates instead of re-sending.
+	ReleaseCommitDeadline bool
+	// INTENTGATE_CLOCK_SKEW_BOUND: the most the clocks of dispatchers,
+	// reconcilers and providers may disagree (default DefaultClockSkewBound).
+	ClockSkewBound time.Duration
+	DeployGrants   string // INTENTGATE_DEPLOY_GRANTS: team=svc,svc;team2=svc
+	Operator       string // INTENTGATE_OPERATOR: named operator escalations go to
 
 	MaxInFlight        int           // INTENTGATE_MAX_IN_FLIGHT
 	MaxQueue           int           // INTENTGATE_MAX_QUEUE
@@ -90,6 +97,8 @@ func FromEnv(lookup Lookup) (Config, error) {
 		ReleaseAPIKey:          e.str("INTENTGATE_RELEASE_API_KEY", ""),
 		ReleaseAPIKeyParameter: e.str("INTENTGATE_RELEASE_API_KEY_PARAMETER", ""),
 		ReleaseSettleWindow:    e.dur("INTENTGATE_RELEASE_SETTLE_WINDOW", 5*time.Second),
+		ReleaseCommitDeadline:  e.boolean("INTENTGATE_RELEASE_COMMIT_DEADLINE", true),
+		ClockSkewBound:         e.dur("INTENTGATE_CLOCK_SKEW_BOUND", DefaultClockSkewBound),
 		DeployGrants:           e.str("INTENTGATE_DEPLOY_GRANTS", ""),
 		Operator:               e.str("INTENTGATE_OPERATOR", "release-oncall"),
 		MaxInFlight:            e.integer("INTENTGATE_MAX_IN_FLIGHT", 8),
@@ -159,6 +168,9 @@ func (c Config) Validate() error {
 	if err := c.Budget.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE: %w", err))
 	}
+	if c.ClockSkewBound < 0 || c.ClockSkewBound > MaxClockSkewBound {
+		errs = append(errs, fmt.Errorf("INTENTGATE_CLOCK_SKEW_BOUND must be 0 to %s, got %s", MaxClockSkewBound, c.ClockSkewBound))
+	}
 	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
 		errs = append(errs, errors.New("INTENTGATE_RISK_SETTLE_WINDOW and INTENTGATE_RELEASE_SETTLE_WINDOW must not be negative"))
 	}
@@ -197,6 +209,16 @@ func absoluteURL(s string) error {
 }
 
 // envReader collects every parse error instead of stopping at the first.
+// DefaultClockSkewBound is INTENTGATE_CLOCK_SKEW_BOUND's default. Lambda
+// and the reconciler read NTP-disciplined clocks (milliseconds apart); the
+// bound is mostly for the provider's clock, which we do not control. It
+// delays the proof of a ticket's absence by as much, never its success.
+const DefaultClockSkewBound = 10 * time.Second
+
+// MaxClockSkewBound caps the setting: every lease expiry and commit
+// deadline waits this much longer, so a typo must not stall reconciliation.
+const MaxClockSkewBound = 5 * time.Minute
+
 type envReader struct {
 	lookup Lookup
 	errs   []error

@@ -37,6 +37,8 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		"INTENTGATE_RELEASE_API_KEY":           "lk",
 		"INTENTGATE_RELEASE_API_KEY_PARAMETER": "/intentgate/prod/release-api-key",
 		"INTENTGATE_RELEASE_SETTLE_WINDOW":     "7s",
+		"INTENTGATE_RELEASE_COMMIT_DEADLINE":   "false",
+		"INTENTGATE_CLOCK_SKEW_BOUND":          "25s",
 		"INTENTGATE_DEPLOY_GRANTS":             "team-payments=payments-api,orders-api;team-web=web",
 		"INTENTGATE_OPERATOR":                  "payments-oncall",
 		"INTENTGATE_MAX_IN_FLIGHT":             "1",
@@ -60,7 +62,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		RiskAPIURL: "https://risk.example.internal", RiskAPIKey: "rk", RiskAPIKeyParameter: "/intentgate/prod/risk-api-key",
 		RiskSettleWindow: 3 * time.Second,
 		ReleaseAPIURL:    "https://release.example.internal", ReleaseAPIKey: "lk",
-		ReleaseAPIKeyParameter: "/intentgate/prod/release-api-key", ReleaseSettleWindow: 7 * time.Second,
+		ReleaseAPIKeyParameter: "/intentgate/prod/release-api-key", ReleaseSettleWindow: 7 * time.Second, ReleaseCommitDeadline: false, ClockSkewBound: 25 * time.Second,
 		DeployGrants: "team-payments=payments-api,orders-api;team-web=web", Operator: "payments-oncall",
 		MaxInFlight: 1, MaxQueue: 0, MaxQueueWait: 250 * time.Millisecond, DownstreamMaxConns: 3,
 		Budget:     admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 9 * time.Second, Reserve: 500 * time.Millisecond},
@@ -124,5 +126,19 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.key, "the error names the variable")
 		})
+	}
+}
+
+func TestClockSkewBoundDefaultsAndIsValidated(t *testing.T) {
+	c, err := FromEnv(mapLookup(minimalEnv()))
+	require.NoError(t, err)
+	assert.Equal(t, DefaultClockSkewBound, c.ClockSkewBound)
+	assert.True(t, c.ReleaseCommitDeadline, "the Release API contract promises a commit deadline by default")
+
+	for _, bad := range []string{"-1s", "6m", "soon"} {
+		env := minimalEnv()
+		env["INTENTGATE_CLOCK_SKEW_BOUND"] = bad
+		_, err := FromEnv(mapLookup(env))
+		assert.ErrorContains(t, err, "INTENTGATE_CLOCK_SKEW_BOUND", bad)
 	}
 }

@@ -34,6 +34,25 @@ const (
 
 	EventOperatorSucceeded EventType = "operator_resolved_succeeded" // ESCALATED -> SUCCEEDED
 	EventOperatorFailed    EventType = "operator_resolved_failed"    // ESCALATED -> FAILED
+
+	// A provider without request idempotency and without a bound on late
+	// commits: proven absence is not enough to send again.
+	EventResendUnsafe EventType = "resend_unsafe" // UNKNOWN -> ESCALATED
+	// Two clocks disagree by more than the configured skew bound, so no
+	// timestamp comparison between them may decide anything.
+	EventClockSkewExceeded EventType = "clock_skew_exceeded" // UNKNOWN, SUCCEEDED -> ESCALATED
+
+	// The duplicate audit: after a re-send, once the provider's commit
+	// horizon has passed, one more search by intended effect.
+	EventAuditClean     EventType = "duplicate_audit_clean"            // SUCCEEDED -> SUCCEEDED (audit done)
+	EventAuditDeferred  EventType = "duplicate_audit_deferred"         // SUCCEEDED -> SUCCEEDED (horizon not indexed yet)
+	EventAuditMultiple  EventType = "duplicate_audit_multiple_effects" // SUCCEEDED -> ESCALATED (incident)
+	EventAuditExhausted EventType = "duplicate_audit_exhausted"        // SUCCEEDED -> ESCALATED (operator)
+
+	// A dispatcher that lost its lease or a race while holding verified
+	// evidence (a created resource id) journals it on the current version;
+	// the state does not change, but the duplicate audit counts the id.
+	EventEvidenceRecorded EventType = "dispatch_evidence_recorded" // any state but FAILED -> same
 )
 
 // TransitionEvents lists every event that moves the state machine.
@@ -44,6 +63,9 @@ func TransitionEvents() []EventType {
 		EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple,
 		EventProbeBudgetExhausted, EventRetryClaimed, EventRetryBudgetExhausted,
 		EventOperatorSucceeded, EventOperatorFailed,
+		EventResendUnsafe, EventClockSkewExceeded,
+		EventAuditClean, EventAuditDeferred, EventAuditMultiple, EventAuditExhausted,
+		EventEvidenceRecorded,
 	}
 }
 
@@ -52,6 +74,14 @@ func TransitionEvents() []EventType {
 // request never left, so only a reconciler claim may re-send it) and
 // verification_inconclusive (a success-shaped answer we could not confirm).
 func Next(from State, ev EventType) (State, bool) {
+	if ev == EventEvidenceRecorded {
+		// Evidence never moves the state; a FAILED operation (proven no
+		// effect, business key released) takes no evidence of an effect.
+		if !from.Valid() || from == StateFailed {
+			return "", false
+		}
+		return from, true
+	}
 	switch from {
 	case StatePending:
 		switch ev {
@@ -72,7 +102,14 @@ func Next(from State, ev EventType) (State, bool) {
 			return StateRetryable, true
 		case EventProbeInconclusive:
 			return StateUnknown, true
-		case EventProbeMultiple, EventProbeBudgetExhausted:
+		case EventProbeMultiple, EventProbeBudgetExhausted, EventResendUnsafe, EventClockSkewExceeded:
+			return StateEscalated, true
+		}
+	case StateSucceeded:
+		switch ev {
+		case EventAuditClean, EventAuditDeferred:
+			return StateSucceeded, true
+		case EventAuditMultiple, EventAuditExhausted, EventClockSkewExceeded:
 			return StateEscalated, true
 		}
 	case StateRetryable:
@@ -107,8 +144,10 @@ func defaultOutcome(ev EventType, previous Outcome) Outcome {
 		return OutcomeVerificationInconclusive
 	case EventProbeInconclusive:
 		return OutcomeProviderStatusUnavailable
-	case EventProbeMultiple:
+	case EventProbeMultiple, EventAuditMultiple:
 		return OutcomeIncidentMultipleEffects
+	case EventAuditExhausted:
+		return OutcomeVerificationInconclusive
 	case EventRetryClaimed:
 		return OutcomePending
 	}
@@ -135,6 +174,12 @@ type Event struct {
 	NextAt     time.Time `json:"next_at,omitzero"`     // next probe or next_retry_at
 	LeaseUntil time.Time `json:"lease_until,omitzero"` // PENDING lease after a claim
 	Outcome    Outcome   `json:"outcome,omitempty"`
+	// CommitDeadline is recorded by the write that grants a dispatch (the
+	// insert's provider_dispatch_started, a retry_claimed): the instant
+	// after which the provider promises not to commit that dispatch. It is
+	// journalled before the request leaves, so whoever probes later knows
+	// the horizon even if the dispatcher died.
+	CommitDeadline time.Time `json:"commit_deadline,omitzero"`
 	// WriteID is unique per attempted write. A writer whose write was
 	// applied but whose answer was lost recognises it by this id, where two
 	// workers that computed the same event at the same instant would not.

@@ -140,14 +140,16 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	switch ev.Type {
 	case EventClientTimeout:
 		next.ClientTimeouts++
-	case EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple:
+	case EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple,
+		EventAuditClean, EventAuditDeferred, EventAuditMultiple:
 		next.ProbeCount++
 	case EventRetryClaimed:
 		next.RetryCount++
 		next.ProbeCount = 0
 		next.LastDispatchAt = ev.At
 	}
-	if ev.ResourceID != "" {
+	if ev.ResourceID != "" && ev.Type != EventEvidenceRecorded {
+		// Evidence is journalled, never promoted: it may be a second effect.
 		next.ResourceID = ev.ResourceID
 	}
 	if ev.Receipt != "" {
@@ -162,6 +164,9 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 
 	switch to {
 	case StatePending:
+		if ev.Type == EventEvidenceRecorded {
+			break // the dispatcher's lease stands
+		}
 		if ev.LeaseUntil.IsZero() {
 			return Operation{}, invalid("event.lease_until", "a PENDING operation needs a lease")
 		}
@@ -172,10 +177,99 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		if next.DueAt.IsZero() {
 			next.DueAt = ev.At
 		}
+	case StateSucceeded:
+		// Due again only for a scheduled duplicate audit.
+		next.DueAt = ev.NextAt
 	default:
 		next.DueAt = time.Time{}
 	}
 	return next, nil
+}
+
+// NeedsReconciliation reports whether the reconciler must look at op
+// again: its state needs it, or it SUCCEEDED with a duplicate audit still
+// due. Only such operations carry the due index attributes.
+func (op Operation) NeedsReconciliation() bool {
+	return op.State.NeedsReconciliation() || op.AuditPending()
+}
+
+// AuditPending: op SUCCEEDED after a re-send (or with evidence of another
+// effect) and the duplicate audit has not yet cleared it.
+func (op Operation) AuditPending() bool {
+	return op.State == StateSucceeded && !op.DueAt.IsZero()
+}
+
+// CommitHorizon is the latest commit deadline of every dispatch op was
+// granted: no create of op commits after it at a provider that keeps its
+// promise. ok is false when some dispatch carried no deadline.
+func (op Operation) CommitHorizon() (horizon time.Time, ok bool) {
+	grants := 0
+	for _, ev := range op.Journal {
+		if ev.Type != EventDispatchStarted && ev.Type != EventRetryClaimed {
+			continue
+		}
+		grants++
+		if ev.CommitDeadline.IsZero() {
+			return time.Time{}, false
+		}
+		if ev.CommitDeadline.After(horizon) {
+			horizon = ev.CommitDeadline
+		}
+	}
+	return horizon, grants > 0
+}
+
+// ApprovableBefore reports whether op was, at some point, SUCCEEDED with
+// no duplicate audit pending: a dependent action (approve_rollout) could
+// have been approved then. Approvals are not stored here, so an incident
+// raised afterwards flags that one may already have been given.
+func (op Operation) ApprovableBefore() bool {
+	for _, ev := range op.Journal {
+		if ev.To == StateSucceeded && ev.NextAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// DispatchDeadline is the commit deadline of op's latest dispatch grant
+// (zero when it carried none): what the dispatcher sends with the create.
+func (op Operation) DispatchDeadline() time.Time {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.Type == EventDispatchStarted || ev.Type == EventRetryClaimed {
+			return ev.CommitDeadline
+		}
+	}
+	return time.Time{}
+}
+
+// WithCommitDeadline records deadline on the dispatch grant of a new,
+// not yet stored operation (its provider_dispatch_started event).
+func (op Operation) WithCommitDeadline(deadline time.Time) Operation {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if op.Journal[i].Type == EventDispatchStarted {
+			journal := append([]Event(nil), op.Journal...)
+			journal[i].CommitDeadline = deadline
+			op.Journal = journal
+			break
+		}
+	}
+	return op
+}
+
+// EffectEvidence lists, once each and in journal order, every resource id
+// the journal names as an effect of op: verified creates, probe matches,
+// evidence a stale dispatcher journalled, an operator's resolution.
+func (op Operation) EffectEvidence() []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, ev := range op.Journal {
+		if ev.ResourceID != "" && !seen[ev.ResourceID] {
+			seen[ev.ResourceID] = true
+			ids = append(ids, ev.ResourceID)
+		}
+	}
+	return ids
 }
 
 // DispatchOutcome is the journal event that ended the wait for the latest
@@ -198,7 +292,8 @@ func (op Operation) DispatchOutcome() (Event, bool) {
 func (op Operation) Attempts() int { return op.RetryCount + 1 }
 
 // Blocked reports whether dependent actions must wait: anything whose effect
-// is not proven present blocks them (UNKNOWN is never reported as done).
+// is not proven present blocks them (UNKNOWN is never reported as done),
+// and so does a SUCCEEDED whose duplicate audit has not cleared it yet.
 func (op Operation) Blocked() bool {
-	return op.State != StateSucceeded
+	return op.State != StateSucceeded || op.AuditPending()
 }

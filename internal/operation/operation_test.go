@@ -25,6 +25,7 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventResponseMissing:  operation.StateUnknown,
 		operation.EventVerifyFailed:     operation.StateUnknown,
 		operation.EventDispatcherLost:   operation.StateUnknown,
+		operation.EventEvidenceRecorded: operation.StatePending,
 	},
 	operation.StateUnknown: {
 		operation.EventProbeFoundOne:        operation.StateSucceeded,
@@ -32,14 +33,27 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventProbeInconclusive:    operation.StateUnknown,
 		operation.EventProbeMultiple:        operation.StateEscalated,
 		operation.EventProbeBudgetExhausted: operation.StateEscalated,
+		operation.EventResendUnsafe:         operation.StateEscalated,
+		operation.EventClockSkewExceeded:    operation.StateEscalated,
+		operation.EventEvidenceRecorded:     operation.StateUnknown,
 	},
 	operation.StateRetryable: {
 		operation.EventRetryClaimed:         operation.StatePending,
 		operation.EventRetryBudgetExhausted: operation.StateEscalated,
+		operation.EventEvidenceRecorded:     operation.StateRetryable,
+	},
+	operation.StateSucceeded: {
+		operation.EventAuditClean:        operation.StateSucceeded,
+		operation.EventAuditDeferred:     operation.StateSucceeded,
+		operation.EventAuditMultiple:     operation.StateEscalated,
+		operation.EventAuditExhausted:    operation.StateEscalated,
+		operation.EventClockSkewExceeded: operation.StateEscalated,
+		operation.EventEvidenceRecorded:  operation.StateSucceeded,
 	},
 	operation.StateEscalated: {
 		operation.EventOperatorSucceeded: operation.StateSucceeded,
 		operation.EventOperatorFailed:    operation.StateFailed,
+		operation.EventEvidenceRecorded:  operation.StateEscalated,
 	},
 }
 
@@ -75,13 +89,54 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 	}
 }
 
-func TestSettledStatesAcceptNoEvent(t *testing.T) {
-	for _, s := range []operation.State{operation.StateSucceeded, operation.StateFailed} {
-		for _, ev := range operation.TransitionEvents() {
-			_, ok := operation.Next(s, ev)
-			assert.False(t, ok, "%s must be final but accepts %s", s, ev)
-		}
+func TestFailedAcceptsNoEventAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
+	audit := map[operation.EventType]bool{
+		operation.EventAuditClean: true, operation.EventAuditDeferred: true, operation.EventAuditMultiple: true,
+		operation.EventAuditExhausted: true, operation.EventClockSkewExceeded: true, operation.EventEvidenceRecorded: true,
 	}
+	for _, ev := range operation.TransitionEvents() {
+		_, ok := operation.Next(operation.StateFailed, ev)
+		assert.False(t, ok, "FAILED must be final but accepts %s", ev)
+		_, ok = operation.Next(operation.StateSucceeded, ev)
+		assert.Equal(t, audit[ev], ok, "SUCCEEDED accepts only the duplicate audit and evidence, not %s", ev)
+	}
+}
+
+func TestCommitHorizonIsTheLatestDeadlineOfEveryDispatch(t *testing.T) {
+	op := newOp(t)
+	_, ok := op.CommitHorizon()
+	assert.False(t, ok, "a dispatch without a deadline has no horizon")
+
+	op = op.WithCommitDeadline(t0.Add(10 * time.Second))
+	h, ok := op.CommitHorizon()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(10*time.Second), h)
+
+	unknown, err := op.Apply(operation.Event{Type: operation.EventClientTimeout, At: t0.Add(3 * time.Second)})
+	require.NoError(t, err)
+	retryable, err := unknown.Apply(operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(20 * time.Second)})
+	require.NoError(t, err)
+	claimed, err := retryable.Apply(operation.Event{Type: operation.EventRetryClaimed, At: t0.Add(21 * time.Second),
+		LeaseUntil: t0.Add(30 * time.Second), CommitDeadline: t0.Add(40 * time.Second)})
+	require.NoError(t, err)
+	h, ok = claimed.CommitHorizon()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(40*time.Second), h)
+}
+
+func TestEvidenceIsJournalledWithoutReplacingTheVerifiedEffect(t *testing.T) {
+	op := newOp(t)
+	done, err := op.Apply(operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second), ResourceID: "ticket-2"})
+	require.NoError(t, err)
+	assert.False(t, done.NeedsReconciliation(), "a first-attempt success needs no audit")
+	withEvidence, err := done.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(2 * time.Second),
+		ResourceID: "ticket-1", NextAt: t0.Add(2 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateSucceeded, withEvidence.State)
+	assert.Equal(t, "ticket-2", withEvidence.ResourceID)
+	assert.Equal(t, []string{"ticket-2", "ticket-1"}, withEvidence.EffectEvidence())
+	assert.True(t, withEvidence.AuditPending(), "a second effect's evidence makes the audit due")
+	assert.True(t, withEvidence.NeedsReconciliation())
 }
 
 func TestLateTimeoutCannotFollowSuccess(t *testing.T) {

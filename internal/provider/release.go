@@ -31,7 +31,17 @@ type TicketInput struct {
 	Commit      string
 	Environment string
 	RequestedBy string
+	// CommitDeadline, when set, is sent with the create: the provider
+	// promises never to commit it after this instant (by its own clock) and
+	// answers CodeCommitDeadlinePassed instead. This bound on late commits
+	// is what lets a search whose watermark is past it prove absence.
+	CommitDeadline time.Time
 }
+
+// CodeCommitDeadlinePassed is the Release API's refusal of a create that
+// arrived after its commit deadline: nothing was committed, so the error is
+// ClassNotDispatched (proven no effect).
+const CodeCommitDeadlinePassed = "commit_deadline_passed"
 
 // Target is the input's intended effect.
 func (in TicketInput) Target() TicketTarget {
@@ -65,6 +75,9 @@ type SearchResult struct {
 	// IndexedThrough is the watermark: every ticket created at or before it
 	// is in the index.
 	IndexedThrough time.Time
+	// SearchedAt is the provider's clock when it answered (zero if the
+	// provider did not say): lets the caller bound the clock skew.
+	SearchedAt time.Time
 }
 
 // Covers reports whether this answer is authoritative for every ticket
@@ -131,22 +144,26 @@ func (c *ReleaseClient) CreateTicket(ctx context.Context, in TicketInput) (Ticke
 	if blank := firstBlank([2]string{"requested_by", in.RequestedBy}); blank != "" {
 		return Ticket{}, invalidInput(op, blank+" is required")
 	}
-	resp, err := c.endpoint.do(ctx, request{
-		op:     op,
-		method: http.MethodPost,
-		url:    c.endpoint.url(nil, "tickets"),
-		body: map[string]string{
-			"service":      in.Service,
-			"commit":       in.Commit,
-			"environment":  in.Environment,
-			"requested_by": in.RequestedBy,
-		},
-	})
+	body := map[string]string{
+		"service":      in.Service,
+		"commit":       in.Commit,
+		"environment":  in.Environment,
+		"requested_by": in.RequestedBy,
+	}
+	if !in.CommitDeadline.IsZero() {
+		body["commit_deadline"] = in.CommitDeadline.UTC().Format(time.RFC3339Nano)
+	}
+	resp, err := c.endpoint.do(ctx, request{op: op, method: http.MethodPost, url: c.endpoint.url(nil, "tickets"), body: body})
 	if err != nil {
 		return Ticket{}, err
 	}
 	if resp.status != http.StatusCreated {
-		return Ticket{}, statusError(op, resp, ClassRejected)
+		e := statusError(op, resp, ClassRejected)
+		if resp.status == http.StatusUnprocessableEntity && e.Code == CodeCommitDeadlinePassed && !in.CommitDeadline.IsZero() {
+			// The provider kept its promise: this create never committed.
+			e.Class = ClassNotDispatched
+		}
+		return Ticket{}, e
 	}
 	var w ticketWire
 	if err := decodeSuccess(op, resp, &w); err != nil {
@@ -190,6 +207,7 @@ func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) 
 		Tickets        *[]ticketWire `json:"tickets"`
 		IndexedThrough time.Time     `json:"indexed_through"`
 		Complete       *bool         `json:"complete"`
+		SearchedAt     time.Time     `json:"searched_at"`
 	}
 	// A 404 on a search is a missing route, not an absence: inconclusive.
 	query := url.Values{"service": {target.Service}, "commit": {target.Commit}, "environment": {target.Environment}}
@@ -199,7 +217,7 @@ func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) 
 	if body.Tickets == nil || body.Complete == nil || body.IndexedThrough.IsZero() {
 		return SearchResult{}, mismatch(op, http.StatusOK, "search answer lacks tickets, complete or indexed_through")
 	}
-	result := SearchResult{Tickets: []Ticket{}, Complete: *body.Complete, IndexedThrough: body.IndexedThrough}
+	result := SearchResult{Tickets: []Ticket{}, Complete: *body.Complete, IndexedThrough: body.IndexedThrough, SearchedAt: body.SearchedAt}
 	for _, w := range *body.Tickets {
 		if !w.complete() {
 			return SearchResult{}, mismatch(op, http.StatusOK, "ticket is missing required fields")

@@ -158,7 +158,9 @@ func (s *Service) wait(n int) time.Duration {
 // could be left unable to record its escalation.
 func JournalNeeds(r tools.Recovery) int {
 	attempts := r.RetryBudget + 1
-	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1
+	// Plus the duplicate audit (at most ProbeBudget searches) and one
+	// stale dispatcher's evidence per attempt.
+	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

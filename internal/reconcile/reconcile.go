@@ -62,17 +62,25 @@ func (s *Service) Reconcile(ctx context.Context, op operation.Operation) (Result
 		return res, fmt.Errorf("reconcile %s: %w: %q", op.Handle, ErrUnknownTool, op.Key.Tool)
 	}
 	now := s.cfg.Executor.Now()
-	if !op.State.NeedsReconciliation() {
+	if !op.NeedsReconciliation() {
 		return skip(res, "state needs no reconciliation"), nil
 	}
-	if op.DueAt.After(now) {
-		return skip(res, "not due until "+op.DueAt.UTC().Format(time.RFC3339Nano)), nil
+	due := op.DueAt
+	if op.State == operation.StatePending {
+		// The lease is the dispatcher's clock; ours may be ahead by up to
+		// the skew bound. Expire only when it has surely ended.
+		due = due.Add(s.cfg.Executor.ClockSkewBound())
+	}
+	if due.After(now) {
+		return skip(res, "not due until "+due.UTC().Format(time.RFC3339Nano)), nil
 	}
 	switch op.State {
 	case operation.StatePending:
 		return s.expireLease(ctx, family, op, now, res)
 	case operation.StateUnknown:
 		return s.probe(ctx, family, op, now, res)
+	case operation.StateSucceeded:
+		return s.duplicateAudit(ctx, family, op, now, res)
 	default: // RETRYABLE
 		return s.retry(ctx, family, op, now, res)
 	}
@@ -112,6 +120,7 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		// A probe cut short would be counted without asking the provider.
 		return skip(res, "too little time left for a whole probe"), nil
 	}
+	before := s.cfg.Executor.Now()
 	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
 	found, err := family.Probe(pctx, op)
 	cancel()
@@ -120,6 +129,11 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
 	}
 	now = s.cfg.Executor.Now()
+	if why := s.skewExceeded(op, found, before, now); why != "" {
+		ev := operation.Event{Type: operation.EventClockSkewExceeded, At: now, Source: "reconciler", Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: %s; no timestamp comparison may decide this operation", s.cfg.Operator, why)}
+		return s.decide(ctx, family, op, ev, res)
+	}
 	source := found.Source
 	if source == "" {
 		source = family.Name()
@@ -140,12 +154,19 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		// One match from a lookup that may hide others is not "exactly one".
 		id := found.Matches[0]
 		ev = operation.Event{Type: operation.EventProbeFoundOne, Source: source, Result: ResultOneExactMatch,
-			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail}
+			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail,
+			NextAt: s.cfg.Executor.AuditAt(op, rec)}
 	case len(found.Matches) > 1:
 		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches,
 			Duplicates: len(found.Matches),
 			Detail: fmt.Sprintf("incident: %d matching effects [%s]; escalated to %s; nothing deleted or chosen",
 				len(found.Matches), strings.Join(found.Matches, ", "), s.cfg.Operator)}
+	case found.Authoritative && !now.Before(settled) && !rec.IdempotentCreate && !found.LateCommitsBounded:
+		// Absence now says nothing about a create the provider may still
+		// commit later: a re-send could make a second effect.
+		ev = operation.Event{Type: operation.EventResendUnsafe, Source: source, Result: ResultNotFound, Actor: s.cfg.Operator,
+			Detail: joinDetail(found.Detail, "escalated to "+s.cfg.Operator+
+				": the provider neither deduplicates creates nor bounds late commits; a re-send is not safe")}
 	case found.Authoritative && !now.Before(settled):
 		ev = operation.Event{Type: operation.EventProbeNotFound, Source: source, Result: ResultNotFound,
 			Outcome: operation.OutcomeFailedWithoutEffect, NextAt: now.Add(s.wait(op.RetryCount)),
@@ -161,6 +182,12 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		next := now.Add(s.wait(op.ProbeCount))
 		if settled.After(next) {
 			next = settled
+		}
+		if ready := now.Add(min(found.ReadyIn, backoffCap)); ready.After(next) {
+			// The provider's index cannot cover the commit horizon before
+			// then (at its present lag): probing earlier would only spend
+			// the budget. Capped, since the lag may shrink.
+			next = ready
 		}
 		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultNotFoundUnproven,
 			Outcome: operation.OutcomeVerificationInconclusive, NextAt: next, Detail: joinDetail(found.Detail, why)}
@@ -178,12 +205,22 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 			Detail: fmt.Sprintf("escalated to %s: retry budget of %d exhausted after %d attempts", s.cfg.Operator, rec.RetryBudget, op.Attempts())}
 		return s.decide(ctx, family, op, ev, res)
 	}
+	if ids := op.EffectEvidence(); len(ids) > 0 && !rec.IdempotentCreate {
+		// An effect is on record although absence was proven: the provider
+		// broke its promise or a stale dispatcher's evidence arrived late.
+		ev := operation.Event{Type: operation.EventRetryBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator,
+			Outcome: operation.OutcomeVerificationInconclusive,
+			Detail: fmt.Sprintf("escalated to %s: effect evidence [%s] on record; a re-send could duplicate it",
+				s.cfg.Operator, strings.Join(ids, ", "))}
+		return s.decide(ctx, family, op, ev, res)
+	}
 	if left, bounded := remaining(ctx); bounded && left < s.cfg.Executor.ClaimNeeds() {
 		// A claim without time to send would burn a retry for nothing.
 		return skip(res, "too little time left to dispatch a claimed retry"), nil
 	}
+	lease := now.Add(s.cfg.Executor.Lease())
 	ev := operation.Event{Type: operation.EventRetryClaimed, At: now, Source: "reconciler",
-		LeaseUntil: now.Add(s.cfg.Executor.Lease()), Detail: retryGate(op, rec)}
+		LeaseUntil: lease, CommitDeadline: s.cfg.Executor.CommitDeadline(lease), Detail: retryGate(op, rec)}
 	claimed, err := s.cfg.Executor.Transition(ctx, family.Name(), op, ev, nil)
 	if err != nil {
 		if isStale(err) {
@@ -207,6 +244,89 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 		return res, fmt.Errorf("reconcile %s: record retried dispatch (%s): %w", op.Handle, rep.ErrorClass, err)
 	}
 	return res, nil
+}
+
+// duplicateAudit is the one more search by intended effect after a
+// re-send, once the provider's commit horizon has passed (or at once when
+// a stale dispatcher journalled another effect). A second effect turns the
+// SUCCEEDED operation into the incident; dependent actions stay blocked
+// until the audit is clean.
+func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	rec := family.Recovery()
+	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
+		return skip(res, "too little time left for a whole audit search"), nil
+	}
+	before := now
+	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
+	found, err := family.Probe(pctx, op)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return res, fmt.Errorf("reconcile %s: audit interrupted: %w", op.Handle, ctx.Err())
+	}
+	now = s.cfg.Executor.Now()
+	source := found.Source
+	if source == "" {
+		source = family.Name()
+	}
+	var ev operation.Event
+	switch why := s.skewExceeded(op, found, before, now); {
+	case why != "":
+		ev = operation.Event{Type: operation.EventClockSkewExceeded, Source: "reconciler", Actor: s.cfg.Operator,
+			Outcome: operation.OutcomeVerificationInconclusive,
+			Detail:  fmt.Sprintf("escalated to %s: duplicate audit impossible: %s", s.cfg.Operator, why)}
+	case err == nil && len(found.Matches) > 1:
+		ev = operation.Event{Type: operation.EventAuditMultiple, Source: source, Result: ResultMultipleMatches,
+			Duplicates: len(found.Matches),
+			Detail: fmt.Sprintf("incident: duplicate audit found %d matching effects [%s]%s; escalated to %s; nothing deleted or chosen",
+				len(found.Matches), strings.Join(found.Matches, ", "), approvalNote(op), s.cfg.Operator)}
+	case err == nil && found.Authoritative && (rec.IdempotentCreate || found.LateCommitsBounded):
+		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultOneExactMatch,
+			Detail: joinDetail(found.Detail, "duplicate audit clean: one effect past the commit horizon")}
+	case op.ProbeCount+1 >= rec.ProbeBudget:
+		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: duplicate audit could not complete after %d searches%s",
+				s.cfg.Operator, op.ProbeCount+1, approvalNote(op))}
+	default:
+		detail := found.Detail
+		if err != nil {
+			detail = "lookup failed: " + tools.ErrorDetail(err)
+		}
+		next := now.Add(s.wait(op.ProbeCount))
+		if ready := now.Add(min(found.ReadyIn, backoffCap)); ready.After(next) {
+			next = ready
+		}
+		ev = operation.Event{Type: operation.EventAuditDeferred, Source: source, Result: ResultNotFoundUnproven,
+			NextAt: next, Detail: joinDetail(detail, "duplicate audit not yet conclusive")}
+	}
+	ev.At = now
+	return s.decide(ctx, family, op, ev, res)
+}
+
+// approvalNote flags an incident whose operation could already have been
+// approved: it was SUCCEEDED with no audit pending at some point.
+func approvalNote(op operation.Operation) string {
+	if op.ApprovableBefore() {
+		return "; an approval of a dependent action may already have been given"
+	}
+	return ""
+}
+
+// skewExceeded says why two clocks disagree beyond the bound, or "". The
+// provider's own time must fall within our probe's [before, after] widened
+// by the bound, and no journal entry may come from further in our future.
+func (s *Service) skewExceeded(op operation.Operation, found tools.ProbeResult, before, after time.Time) string {
+	bound := s.cfg.Executor.ClockSkewBound()
+	if pt := found.ProviderTime; !pt.IsZero() {
+		if pt.Before(before.Add(-bound)) || pt.After(after.Add(bound)) {
+			return fmt.Sprintf("provider clock %s is outside our probe window [%s, %s] by more than the skew bound %s",
+				pt.UTC().Format(time.RFC3339Nano), before.UTC().Format(time.RFC3339Nano), after.UTC().Format(time.RFC3339Nano), bound)
+		}
+	}
+	if op.UpdatedAt.After(after.Add(bound)) {
+		return fmt.Sprintf("the journal was written at %s, later than our clock %s plus the skew bound %s",
+			op.UpdatedAt.UTC().Format(time.RFC3339Nano), after.UTC().Format(time.RFC3339Nano), bound)
+	}
+	return ""
 }
 
 // retryGate states the retry decision's inputs (seed 001's retry_gate).

@@ -141,7 +141,7 @@ func toItem(op operation.Operation, nonce string) (opItem, error) {
 		}
 		it.Journal = append(it.Journal, s)
 	}
-	if op.State.NeedsReconciliation() {
+	if op.NeedsReconciliation() { // includes a SUCCEEDED operation whose duplicate audit is due
 		it.GSI1PK, it.GSI1SK = dueShard, formatTime(op.DueAt)
 	}
 	return it, nil

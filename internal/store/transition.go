@@ -169,7 +169,7 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 			return nil, err
 		}
 	}
-	if next.State.NeedsReconciliation() {
+	if next.NeedsReconciliation() { // includes a SUCCEEDED operation whose duplicate audit is due
 		if err := put(attrGSI1PK, dueShard); err != nil {
 			return nil, err
 		}

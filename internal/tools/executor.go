@@ -32,6 +32,13 @@ type ExecutorConfig struct {
 	// each next one after twice the last pause, at most ReplayPollMax.
 	// Defaults 25ms and 200ms.
 	ReplayPollFirst, ReplayPollMax time.Duration
+	// ClockSkewBound is the most two actors' clocks (this dispatcher, the
+	// reconcilers, the providers) may disagree. A commit deadline sent to a
+	// provider is the lease end plus this bound, and no decision compares
+	// timestamps from two clocks without allowing for it. Zero means every
+	// actor reads one clock (tests with a single test clock); the
+	// service's default comes from its configuration.
+	ClockSkewBound time.Duration
 	// Observe, if set, is told about every transition the executor makes.
 	Observe func(ctx context.Context, t TransitionReport)
 }
@@ -76,7 +83,20 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.ReplayPollFirst < 0 || cfg.ReplayPollMax < cfg.ReplayPollFirst {
 		return nil, fmt.Errorf("executor: replay poll pauses %s..%s must be positive and ordered", cfg.ReplayPollFirst, cfg.ReplayPollMax)
 	}
+	if cfg.ClockSkewBound < 0 {
+		return nil, fmt.Errorf("executor: clock skew bound must not be negative, got %s", cfg.ClockSkewBound)
+	}
 	return &Executor{cfg: cfg}, nil
+}
+
+// ClockSkewBound is the configured bound on disagreement between clocks.
+func (e *Executor) ClockSkewBound() time.Duration { return e.cfg.ClockSkewBound }
+
+// CommitDeadline is the deadline a dispatch granted with a lease ending at
+// leaseUntil sends to the provider: the lease end by the granting clock,
+// plus the skew bound, because the provider judges it by its own clock.
+func (e *Executor) CommitDeadline(leaseUntil time.Time) time.Time {
+	return leaseUntil.Add(e.cfg.ClockSkewBound)
 }
 
 // Lease is how long a dispatcher holds a PENDING operation.
@@ -95,11 +115,12 @@ func (e *Executor) SettledAt(op operation.Operation, settle time.Duration) time.
 	return op.LastDispatchAt.Add(e.cfg.Budget.Downstream + settle)
 }
 
-// ClaimNeeds is the time a claimed re-send needs: the dispatch, two store
-// writes and the reserve. A claim with less left would burn a retry.
+// ClaimNeeds is the time a claimed re-send needs: the fence read, the
+// dispatch, two store writes and the reserve. A claim with less left would
+// burn a retry.
 func (e *Executor) ClaimNeeds() time.Duration {
 	b := e.cfg.Budget
-	return b.Reserve + b.Downstream + 2*b.Store
+	return b.Reserve + b.Downstream + 3*b.Store
 }
 
 // Now is the executor's clock.
@@ -163,6 +184,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	if err != nil {
 		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
 	}
+	op = op.WithCommitDeadline(e.CommitDeadline(op.DueAt))
 
 	if e.cfg.Budget.Remaining(ctx) <= 0 {
 		// Out of time before the insert was even sent: provably nothing
@@ -285,6 +307,12 @@ func chooseOperationID(fromArgs, fromHeader string) (string, error) {
 // before the caller's deadline (budget reserve), and the state write uses a
 // context detached from the caller, so a caller that went away still gets
 // UNKNOWN recorded rather than a PENDING left to its lease.
+//
+// Fence before send: the request leaves only after a consistent read shows
+// this grant is still the current version with lease enough for the whole
+// downstream wait (by this dispatcher's clock; other actors allow the skew
+// bound before they expire it). A dispatcher that loses the race while
+// holding a verified resource id journals it on the current version.
 func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Operation) (operation.Operation, TransitionReport, error) {
 	var ev operation.Event
 	var latency time.Duration
@@ -294,6 +322,12 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 		ev = operation.Event{Type: operation.EventNotDispatched, Detail: "deadline budget exhausted before dispatch",
 			NextAt: e.cfg.Clock().Add(e.cfg.NotDispatchedDelay)}
 		errClass = "budget_exhausted"
+	} else if reason := e.fence(ctx, op); reason != "" {
+		// Nothing was sent. On a stale version the transition below fails
+		// and returns the current state, which wins.
+		ev = operation.Event{Type: operation.EventNotDispatched, Source: "dispatch_fence", Detail: reason,
+			NextAt: e.cfg.Clock().Add(e.cfg.NotDispatchedDelay)}
+		errClass = "fenced"
 	} else {
 		dctx, cancel := e.cfg.Budget.DownstreamContext(ctx)
 		start := e.cfg.Clock()
@@ -305,7 +339,8 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 					ResourceID: effect.ResourceID, Detail: ErrorDetail(verr)}
 			} else {
 				ev = operation.Event{Type: operation.EventCreateSucceeded, Source: "effect_verifier", Result: "expected_effect_present",
-					ResourceID: effect.ResourceID, Receipt: Receipt(op.Handle, effect.ResourceID)}
+					ResourceID: effect.ResourceID, Receipt: Receipt(op.Handle, effect.ResourceID),
+					NextAt: e.AuditAt(op, tool.Recovery())}
 			}
 		}
 		timedOut := dctx.Err() != nil
@@ -336,14 +371,104 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			errClass = "verification"
 		}
 		if ev.Type == operation.EventClientTimeout || ev.Type == operation.EventResponseMissing || ev.Type == operation.EventVerifyFailed {
-			// First probe once the provider's settle window has passed.
-			ev.NextAt = e.SettledAt(op, tool.Recovery().SettleWindow)
+			// First probe once the provider's settle window has passed
+			// and, where the provider bounds late commits, once its index
+			// can cover the commit deadline.
+			rec := tool.Recovery()
+			ev.NextAt = e.SettledAt(op, rec.SettleWindow)
+			if d := op.DispatchDeadline(); rec.CommitDeadline && !rec.IdempotentCreate && !d.IsZero() && d.Add(rec.SettleWindow).After(ev.NextAt) {
+				ev.NextAt = d.Add(rec.SettleWindow)
+			}
 		}
 	}
 	ev.At = e.cfg.Clock()
 	rep := TransitionReport{Tool: tool.Name(), From: op, Event: ev, DownstreamLatency: latency, ErrorClass: errClass}
 	next, err := e.Transition(ctx, tool.Name(), op, ev, &rep)
+	if err != nil && ev.Type == operation.EventCreateSucceeded {
+		// Lost the lease or a race while holding a verified effect: the id
+		// must outlive this process, on whatever version is current now.
+		if cur, jerr := e.journalEvidence(ctx, tool, next, ev); jerr == nil {
+			next = cur
+		} else {
+			err = errors.Join(err, jerr)
+		}
+	}
 	return next, rep, err
+}
+
+// fence checks, with a consistent read, that op is still the current
+// version and its lease covers the whole downstream wait from now. It
+// returns why the dispatch must not be sent, or "" to send.
+func (e *Executor) fence(ctx context.Context, op operation.Operation) string {
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	cur, err := e.cfg.Store.Get(sctx, op.Handle)
+	cancel()
+	switch {
+	case err != nil:
+		return "dispatch fence: could not confirm the grant is current (" + ErrorDetail(err) + "); nothing sent"
+	case cur.Version != op.Version || cur.State != operation.StatePending:
+		return fmt.Sprintf("dispatch fence: grant version %d is stale (current %d, %s); nothing sent", op.Version, cur.Version, cur.State)
+	}
+	if need := e.cfg.Clock().Add(e.cfg.Budget.Downstream); need.After(cur.DueAt) {
+		return "dispatch fence: lease ends " + cur.DueAt.UTC().Format(time.RFC3339Nano) +
+			", before the whole dispatch could end; nothing sent"
+	}
+	return ""
+}
+
+// AuditAt is when the duplicate audit of op's latest dispatch is due: after
+// a re-send to a provider without request idempotency, once the commit
+// horizon of every dispatch has passed plus the family's settle window (the
+// provider's index lag). Zero when no audit is needed.
+func (e *Executor) AuditAt(op operation.Operation, rec Recovery) time.Time {
+	if rec.IdempotentCreate || op.Attempts() < 2 {
+		return time.Time{}
+	}
+	horizon, ok := op.CommitHorizon()
+	if !ok {
+		horizon = e.cfg.Clock()
+	}
+	return horizon.Add(rec.SettleWindow)
+}
+
+// journalEvidence records a stale dispatcher's verified resource id on the
+// current version (re-reading on a race), unless the current version
+// already names it as its effect. It makes an UNKNOWN due for a probe and
+// a SUCCEEDED due for its duplicate audit at once.
+func (e *Executor) journalEvidence(ctx context.Context, tool WriteTool, cur operation.Operation, verified operation.Event) (operation.Operation, error) {
+	sctx, cancel := e.cfg.Budget.DetachedStoreContext(ctx)
+	defer cancel()
+	for range 3 {
+		if cur.Version == 0 {
+			got, err := e.cfg.Store.Get(sctx, cur.Handle)
+			if err != nil {
+				return cur, fmt.Errorf("journal dispatch evidence %s: %w", verified.ResourceID, err)
+			}
+			cur = got
+		}
+		if cur.ResourceID == verified.ResourceID || cur.State == operation.StateFailed {
+			// Already the recorded effect; a FAILED one takes no evidence
+			// (only an operator's FAILED follows an incident).
+			return cur, nil
+		}
+		now := e.cfg.Clock()
+		ev := operation.Event{Type: operation.EventEvidenceRecorded, At: now, Source: "stale_dispatcher",
+			Result: "verified_resource_id", ResourceID: verified.ResourceID, NextAt: now,
+			Detail: "a dispatcher that lost its lease or a race created and verified " + verified.ResourceID}
+		next, err := e.Transition(ctx, tool.Name(), cur, ev, nil)
+		if err == nil {
+			return next, nil
+		}
+		var stale *store.StaleError
+		if !errors.As(err, &stale) {
+			return cur, fmt.Errorf("journal dispatch evidence %s: %w", verified.ResourceID, err)
+		}
+		cur = next // the current version, or a zero Version to re-read
+		if stale.Current == nil {
+			cur.Version = 0
+		}
+	}
+	return cur, fmt.Errorf("journal dispatch evidence %s: lost three races", verified.ResourceID)
 }
 
 // Transition records ev with a detached, store-bounded context and reports

@@ -52,6 +52,20 @@ type ProbeResult struct {
 	Authoritative bool
 	Source        string // e.g. risk_provider, release_provider
 	Detail        string // why inconclusive, the query used, ...
+	// LateCommitsBounded: an authoritative zero also covers every create
+	// of this operation that could still commit late (the provider's
+	// watermark is past the commit horizon it promised to honour, or the
+	// provider deduplicates by our request key). Without it, proven
+	// absence does not make a re-send safe.
+	LateCommitsBounded bool
+	// ReadyIn, for a non-authoritative answer, is how far the provider's
+	// index still lags behind what an authoritative answer needs (by the
+	// provider's own clock); zero when unknown. The next probe waits at
+	// least this long instead of spending the probe budget.
+	ReadyIn time.Duration
+	// ProviderTime is the provider's clock when it answered, if it said:
+	// the reconciler bounds the skew against its own clock with it.
+	ProviderTime time.Time
 }
 
 // Recovery is a family's reconciliation policy.
@@ -64,6 +78,11 @@ type Recovery struct {
 	RetryBudget  int           // claimed re-sends, even for idempotent providers
 	// IdempotentCreate: the provider dedupes creates by our request key.
 	IdempotentCreate bool
+	// CommitDeadline: the provider honours a commit deadline sent with each
+	// create (never commits after it, by its own clock). A provider with
+	// neither this nor IdempotentCreate is never sent a create twice: an
+	// operation whose absence is proven escalates instead.
+	CommitDeadline bool
 }
 
 // WriteTool is what a write tool family implements. Errors returned by

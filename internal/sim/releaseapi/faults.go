@@ -3,6 +3,7 @@ package releaseapi
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/intentgate/intentgate/internal/sim/internal/simhttp"
 )
@@ -33,7 +34,27 @@ const (
 	// CreateReject ("reject") answers 422 {"error":"rejected"} without
 	// committing.
 	CreateReject CreateMode = simhttp.Reject
+	// CreateCommitLateWithinDeadline ("commit_late_within_deadline") never
+	// answers (the caller's wait ends, as for a timeout) and commits the
+	// ticket later, at the create's commit_deadline: the latest instant the
+	// provider's promise allows. Without a deadline in the request it
+	// commits LateCommitDelay after arrival (a provider that promises
+	// nothing).
+	CreateCommitLateWithinDeadline CreateMode = "commit_late_within_deadline"
+	// CreateCommitLateBeyondDeadline ("commit_late_beyond_deadline") is the
+	// same, but commits late_commit_overrun_ms (default
+	// DefaultLateCommitOverrun) AFTER the deadline: the provider breaks its
+	// promise. This is the fault the duplicate audit exists for.
+	CreateCommitLateBeyondDeadline CreateMode = "commit_late_beyond_deadline"
 )
+
+// LateCommitDelay is when a late-commit fault commits a create that carries
+// no commit deadline, counted from its arrival.
+const LateCommitDelay = 30 * time.Second
+
+// DefaultLateCommitOverrun is how far past its deadline
+// commit_late_beyond_deadline commits when late_commit_overrun_ms is unset.
+const DefaultLateCommitOverrun = 10 * time.Second
 
 // SearchMode is a fault applied to one GET /tickets search.
 type SearchMode string
@@ -61,8 +82,12 @@ type Faults struct {
 	// SearchLagMS sets the index lag; nil restores Config.SearchLag.
 	SearchLagMS *int `json:"search_lag_ms,omitempty"`
 	// LatencyMS delays every non-/_sim request before it is handled,
-	// regardless of whether the client is still waiting.
+	// regardless of whether the client is still waiting. A create still
+	// honours its commit deadline after the delay.
 	LatencyMS int `json:"latency_ms,omitempty"`
+	// LateCommitOverrunMS is how far past the deadline
+	// commit_late_beyond_deadline commits; 0 means DefaultLateCommitOverrun.
+	LateCommitOverrunMS int `json:"late_commit_overrun_ms,omitempty"`
 }
 
 // SetFaults replaces the fault queues, lag and latency. Invalid modes or
@@ -71,7 +96,8 @@ func (s *Server) SetFaults(f Faults) error {
 	createQueue, err := simhttp.NewQueue(f.Create,
 		CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
 		CreateError500BeforeCommit, CreateDuplicateThenDrop,
-		CreateError500AfterCommit, CreateReject)
+		CreateError500AfterCommit, CreateReject,
+		CreateCommitLateWithinDeadline, CreateCommitLateBeyondDeadline)
 	if err != nil {
 		return fmt.Errorf("create faults: %w", err)
 	}
@@ -89,12 +115,20 @@ func (s *Server) SetFaults(f Faults) error {
 	if err != nil {
 		return err
 	}
+	overrun, err := simhttp.Milliseconds("late_commit_overrun_ms", f.LateCommitOverrunMS)
+	if err != nil {
+		return err
+	}
+	if overrun == 0 {
+		overrun = DefaultLateCommitOverrun
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.createFaults = createQueue
 	s.searchFaults = searchQueue
 	s.searchLag = lag
 	s.latency = latency
+	s.lateOverrun = overrun
 	return nil
 }
 

@@ -46,6 +46,8 @@ type Server struct {
 	searchFaults simhttp.Queue[SearchMode]
 	searchLag    time.Duration
 	latency      time.Duration
+	lateOverrun  time.Duration
+	lateCommits  []lateCommit // queued by the late-commit faults
 	counters     Stats
 }
 
@@ -95,6 +97,8 @@ func (s *Server) resetLocked() {
 	s.searchFaults = simhttp.Queue[SearchMode]{}
 	s.searchLag = s.defaultLag
 	s.latency = 0
+	s.lateOverrun = DefaultLateCommitOverrun
+	s.lateCommits = nil
 	s.counters = Stats{TicketsByTarget: make(map[string]int)}
 }
 

@@ -11,6 +11,11 @@ type Stats struct {
 	TicketsCommitted int `json:"tickets_committed"`
 	// TicketsByTarget is keyed "service/commit/environment".
 	TicketsByTarget map[string]int `json:"tickets_by_target"`
+	// LateCommitsScheduled counts creates a late-commit fault queued.
+	LateCommitsScheduled int `json:"late_commits_scheduled"`
+	// CreatesPastDeadline counts creates refused with
+	// commit_deadline_passed (nothing committed).
+	CreatesPastDeadline int `json:"creates_past_deadline"`
 	// SearchCalls counts authenticated GET /tickets searches.
 	SearchCalls int `json:"search_calls"`
 	// GetCalls counts authenticated GET /tickets/{id}.
@@ -26,6 +31,7 @@ type Stats struct {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
+	s.materializeLocked()
 	snapshot := s.counters
 	snapshot.TicketsByTarget = maps.Clone(s.counters.TicketsByTarget)
 	s.mu.Unlock()

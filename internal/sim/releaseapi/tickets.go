@@ -3,6 +3,7 @@ package releaseapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,12 +31,37 @@ type createRequest struct {
 	Commit      string `json:"commit"`
 	Environment string `json:"environment"`
 	RequestedBy string `json:"requested_by"`
+	// CommitDeadline is the caller's bound on late commits: the provider
+	// never commits this create after it (by the provider's own clock) and
+	// answers 422 commit_deadline_passed instead. Optional: without it the
+	// provider promises nothing.
+	CommitDeadline *time.Time `json:"commit_deadline,omitempty"`
 }
 
 type searchResponse struct {
 	Tickets        []Ticket `json:"tickets"`
 	IndexedThrough string   `json:"indexed_through"`
 	Complete       bool     `json:"complete"`
+	// SearchedAt is the provider's clock when it answered, so a caller can
+	// bound the skew between its clock and the provider's.
+	SearchedAt string `json:"searched_at"`
+}
+
+// CodeCommitDeadlinePassed is the error code of a create refused because
+// its commit deadline had passed by the provider's clock: nothing committed.
+const CodeCommitDeadlinePassed = "commit_deadline_passed"
+
+// deadlinePassedBody is the 422 answer to a create past its deadline.
+type deadlinePassedBody struct {
+	Error        string `json:"error"`
+	Message      string `json:"message"`
+	ProviderTime string `json:"provider_time"`
+}
+
+// lateCommit is a create a late-commit fault will commit at At.
+type lateCommit struct {
+	req createRequest
+	at  time.Time
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -55,12 +81,32 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	fault := s.createFaults.Next()
+	overrun := s.lateOverrun
 	s.mu.Unlock()
+	if fault == CreateCommitLateWithinDeadline || fault == CreateCommitLateBeyondDeadline {
+		s.scheduleLateCommit(req, fault, overrun)
+		// The caller never hears back: its wait ends, the commit comes later.
+		if !simhttp.Hold(r.Context(), s.holdLimit) {
+			simhttp.WriteError(w, http.StatusGatewayTimeout, "timeout", "simulated timeout; the create will commit late")
+		}
+		return
+	}
 	if simhttp.FailBeforeCommit(w, r, string(fault), s.holdLimit, "ticket rejected by release policy (simulated)") {
 		return
 	}
 
-	ticket := s.commit(req)
+	ticket, ok := s.commitByDeadline(req)
+	if !ok {
+		s.mu.Lock()
+		now := s.clock().UTC()
+		s.counters.CreatesPastDeadline++
+		s.mu.Unlock()
+		simhttp.WriteJSON(w, http.StatusUnprocessableEntity, deadlinePassedBody{
+			Error: CodeCommitDeadlinePassed, Message: "commit deadline passed; nothing was committed",
+			ProviderTime: now.Format(time.RFC3339Nano),
+		})
+		return
+	}
 	if fault == CreateDuplicateThenDrop {
 		s.commit(req)
 		fault = CreateDropResponseAfterCommit // and the answer is lost as for one
@@ -71,10 +117,67 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	simhttp.WriteJSON(w, http.StatusCreated, ticket)
 }
 
+// commitByDeadline commits req unless its commit deadline has passed by
+// this provider's clock: the promise the deadline asks for.
+func (s *Server) commitByDeadline(req createRequest) (Ticket, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.materializeLocked()
+	if req.CommitDeadline != nil && s.clock().After(*req.CommitDeadline) {
+		return Ticket{}, false
+	}
+	return s.commitLocked(req, s.clock().UTC()), true
+}
+
 // commit creates a ticket. There is deliberately no dedupe of any kind.
 func (s *Server) commit(req createRequest) Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.materializeLocked()
+	return s.commitLocked(req, s.clock().UTC())
+}
+
+// scheduleLateCommit queues req to commit later: at its commit deadline
+// (the latest instant the promise allows) for the within-deadline fault,
+// overrun past it for the fault that breaks the promise. A create without a
+// deadline commits LateCommitDelay after it arrived (plus overrun).
+func (s *Server) scheduleLateCommit(req createRequest, fault CreateMode, overrun time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := s.clock().Add(LateCommitDelay)
+	if req.CommitDeadline != nil {
+		at = *req.CommitDeadline
+	}
+	if fault == CreateCommitLateBeyondDeadline {
+		at = at.Add(overrun)
+	}
+	s.lateCommits = append(s.lateCommits, lateCommit{req: req, at: at})
+	s.counters.LateCommitsScheduled++
+}
+
+// materializeLocked commits every queued late create whose time has come,
+// stamped with that time. Every observation (read, search, create, stats)
+// calls it first, so a late commit is indistinguishable from one a
+// background worker made on time, and a test clock fully controls it.
+func (s *Server) materializeLocked() {
+	now := s.clock()
+	kept := s.lateCommits[:0]
+	var due []lateCommit
+	for _, lc := range s.lateCommits {
+		if lc.at.After(now) {
+			kept = append(kept, lc)
+		} else {
+			due = append(due, lc)
+		}
+	}
+	s.lateCommits = kept
+	slices.SortStableFunc(due, func(a, b lateCommit) int { return a.at.Compare(b.at) })
+	for _, lc := range due {
+		s.commitLocked(lc.req, lc.at.UTC())
+	}
+}
+
+func (s *Server) commitLocked(req createRequest, at time.Time) Ticket {
 	s.lastNumber++
 	t := Ticket{
 		TicketID:    fmt.Sprintf("ticket-%d", s.lastNumber),
@@ -83,7 +186,7 @@ func (s *Server) commit(req createRequest) Ticket {
 		Environment: req.Environment,
 		RequestedBy: req.RequestedBy,
 		Status:      "OPEN",
-		CreatedAt:   s.clock().UTC(),
+		CreatedAt:   at,
 	}
 	s.tickets = append(s.tickets, t)
 	s.counters.TicketsCommitted++
@@ -96,6 +199,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 
 	id := r.PathValue("id")
 	s.mu.Lock()
+	s.materializeLocked()
 	var found *Ticket
 	for i := range s.tickets {
 		if s.tickets[i].TicketID == id {
@@ -131,11 +235,14 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	service, commit, environment := q.Get("service"), q.Get("commit"), q.Get("environment")
 
 	s.mu.Lock()
-	indexedThrough := s.clock().UTC().Add(-s.searchLag)
+	s.materializeLocked()
+	now := s.clock().UTC()
+	indexedThrough := now.Add(-s.searchLag)
 	resp := searchResponse{
 		Tickets:        []Ticket{},
 		IndexedThrough: indexedThrough.Format(time.RFC3339Nano),
 		Complete:       fault != SearchHide,
+		SearchedAt:     now.Format(time.RFC3339Nano),
 	}
 	if resp.Complete {
 		for _, t := range s.tickets {

@@ -46,9 +46,14 @@ type Packet struct {
 	DependentActionsBlockedWhileUnknown bool `json:"dependent_actions_blocked_while_unknown"`
 	// DependentActionsBlocked is the present tense: true while the
 	// operation is not SUCCEEDED (operation.Blocked).
-	DependentActionsBlocked bool              `json:"dependent_actions_blocked"`
-	RequestDigest           string            `json:"request_digest"`
-	Target                  map[string]string `json:"target"`
+	DependentActionsBlocked bool `json:"dependent_actions_blocked"`
+	// ApprovalMayHaveBeenGiven flags an incident (or an escalated duplicate
+	// audit) on an operation that was SUCCEEDED and approvable before: a
+	// dependent action such as approve_rollout may already have been
+	// approved and must be reviewed with the incident.
+	ApprovalMayHaveBeenGiven bool              `json:"approval_may_have_been_given"`
+	RequestDigest            string            `json:"request_digest"`
+	Target                   map[string]string `json:"target"`
 	// RetryAllowed is always false: a caller never re-sends a write whose
 	// operation exists. Only the reconciler retries, after proof of absence
 	// and with the same request key.
@@ -77,6 +82,7 @@ func Build(op operation.Operation, viewer tools.Caller) Packet {
 		EffectReceipt:                       optional(op.Receipt),
 		DependentActionsBlockedWhileUnknown: true,
 		DependentActionsBlocked:             op.Blocked(),
+		ApprovalMayHaveBeenGiven:            op.State == operation.StateEscalated && op.ApprovableBefore(),
 		RequestDigest:                       op.RequestDigest,
 		Target:                              map[string]string{},
 		RetryAllowed:                        false,

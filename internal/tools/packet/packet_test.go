@@ -196,3 +196,28 @@ func TestPacketHidesAnotherClientsOperationID(t *testing.T) {
 	own := marshal(t, packet.Build(op, owner))
 	assert.Equal(t, "deploy-ticket-payments-8bc911d", own["operation_id"])
 }
+
+// A stale dispatcher's evidence of a second ticket reaches an operation
+// that was already SUCCEEDED (and approvable); the duplicate audit makes it
+// the incident. The packet flags that an approval may already be out.
+func TestIncidentAfterAnApprovableSuccessFlagsAPossibleApproval(t *testing.T) {
+	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeFoundOne, At: probeAt, ResourceID: "ticket-9472", Receipt: "r"})
+	require.NoError(t, err)
+	assert.False(t, packet.Build(op, owner).ApprovalMayHaveBeenGiven, "not an incident")
+	op, err = op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: probeAt.Add(time.Second), ResourceID: "ticket-9473", NextAt: probeAt.Add(time.Second)})
+	require.NoError(t, err)
+	assert.True(t, packet.Build(op, owner).DependentActionsBlocked, "the audit is due: approvals wait")
+	op, err = op.Apply(operation.Event{Type: operation.EventAuditMultiple, At: probeAt.Add(2 * time.Second), Duplicates: 2, Detail: "incident"})
+	require.NoError(t, err)
+
+	m := marshal(t, packet.Build(op, owner))
+	assert.Equal(t, "incident_multiple_effects", m["outcome"])
+	assert.Equal(t, true, m["approval_may_have_been_given"])
+	assert.Equal(t, true, m["dependent_actions_blocked"])
+}
+
+func TestIncidentFoundBeforeAnySuccessFlagsNoApproval(t *testing.T) {
+	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Duplicates: 2})
+	require.NoError(t, err)
+	assert.Equal(t, false, marshal(t, packet.Build(op, owner))["approval_may_have_been_given"])
+}

@@ -32,6 +32,7 @@ const OutputSchema = `{
     "effect_receipt": {"type": ["string", "null"]},
     "dependent_actions_blocked_while_unknown": {"type": "boolean"},
     "dependent_actions_blocked": {"type": "boolean"},
+    "approval_may_have_been_given": {"type": "boolean", "description": "True when the operation was SUCCEEDED and approvable before it became an incident: an approval of a dependent action may already have been given and must be reviewed."},
     "request_digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
     "target": {"type": "object", "additionalProperties": {"type": "string"}},
     "retry_allowed": {"type": "boolean", "const": false},
@@ -62,6 +63,6 @@ const OutputSchema = `{
   },
   "required": ["operation_id", "handle", "tool", "state", "outcome", "attempts", "client_timeouts",
     "resource_id", "duplicate_resources", "effect_receipt", "dependent_actions_blocked_while_unknown",
-    "dependent_actions_blocked", "request_digest", "target", "retry_allowed", "next_action",
+    "dependent_actions_blocked", "approval_may_have_been_given", "request_digest", "target", "retry_allowed", "next_action",
     "escalation", "created_at", "updated_at", "timeline"]
 }`

@@ -65,7 +65,8 @@ func Timeline(journal []operation.Event) []TimelineEntry {
 func isProbe(t operation.EventType) bool {
 	switch t {
 	case operation.EventProbeFoundOne, operation.EventProbeNotFound,
-		operation.EventProbeInconclusive, operation.EventProbeMultiple:
+		operation.EventProbeInconclusive, operation.EventProbeMultiple,
+		operation.EventAuditClean, operation.EventAuditDeferred, operation.EventAuditMultiple:
 		return true
 	}
 	return false
@@ -78,7 +79,7 @@ func probeResult(t operation.EventType) string {
 		return "one_exact_match"
 	case operation.EventProbeNotFound:
 		return "no_match_authoritative"
-	case operation.EventProbeMultiple:
+	case operation.EventProbeMultiple, operation.EventAuditMultiple:
 		return "multiple_matches"
 	}
 	return "inconclusive"

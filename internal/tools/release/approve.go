@@ -36,6 +36,9 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 	refuse := func(format string, args ...any) *tools.Failure { return refusal(caller, op, format, args...) }
 	switch op.State {
 	case operation.StateSucceeded:
+		if op.AuditPending() {
+			return Approval{}, refuse("ticket creation was re-sent; the duplicate audit has not yet shown it is the only ticket; wait for it")
+		}
 		if op.Outcome != operation.OutcomeCommittedAndVerified || op.Receipt == "" || op.ResourceID == "" {
 			return Approval{}, refuse("ticket creation succeeded but is not verified with a ticket id and receipt; an operator must look")
 		}

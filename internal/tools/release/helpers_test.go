@@ -159,6 +159,8 @@ func unknownOp(t *testing.T, target map[string]string, dispatchAt, endAt time.Ti
 	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: alice.UserID,
 		TenantID: alice.TenantID, Target: target, Payload: target}, dispatchAt, 10*time.Second)
 	require.NoError(t, err)
+	// The provider promised not to commit after the wait ended.
+	op = op.WithCommitDeadline(endAt)
 	op, err = op.Apply(operation.Event{Type: operation.EventResponseMissing, At: endAt})
 	require.NoError(t, err)
 	return op

@@ -34,21 +34,53 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 	if err != nil {
 		return tools.ProbeResult{}, fmt.Errorf("%s: %w", query, err)
 	}
-	res := tools.ProbeResult{Source: ProbeSource, Matches: []string{}}
+	res := tools.ProbeResult{Source: ProbeSource, Matches: []string{}, ProviderTime: found.SearchedAt}
 	dropped := 0
+	// Every id the journal names as an effect (e.g. evidence a stale
+	// dispatcher recorded) counts too, even if the index lags behind it.
+	candidates := make([]string, 0, len(found.Tickets))
+	seen := map[string]bool{}
 	for _, t := range found.Tickets {
-		if _, err := f.confirm(ctx, op, t.TicketID); err != nil {
+		if !seen[t.TicketID] {
+			seen[t.TicketID] = true
+			candidates = append(candidates, t.TicketID)
+		}
+	}
+	searched := len(candidates)
+	for _, id := range op.EffectEvidence() {
+		if !seen[id] {
+			seen[id] = true
+			candidates = append(candidates, id)
+		}
+	}
+	for i, id := range candidates {
+		if _, err := f.confirm(ctx, op, id); err != nil {
 			if errors.Is(err, ErrNotConfirmed) {
-				dropped++
+				// A search hit the read denies makes the index suspect; a
+				// journalled id the read denies is simply not an effect.
+				if i < searched {
+					dropped++
+				}
 				continue
 			}
-			return tools.ProbeResult{}, fmt.Errorf("%s: confirm %s: %w", query, t.TicketID, err)
+			return tools.ProbeResult{}, fmt.Errorf("%s: confirm %s: %w", query, id, err)
 		}
-		res.Matches = append(res.Matches, t.TicketID)
+		res.Matches = append(res.Matches, id)
 	}
 	coverBy := CoverThrough(op)
+	horizon, bounded := op.CommitHorizon()
+	bounded = bounded && f.recovery.CommitDeadline
+	if bounded {
+		// The provider promised, by its own clock, never to commit any of
+		// op's creates after the horizon; its watermark is that clock too.
+		coverBy = later(coverBy, horizon)
+	}
 	covered := found.Covers(coverBy)
 	res.Authoritative = covered && dropped == 0
+	res.LateCommitsBounded = bounded && res.Authoritative
+	if !covered && found.Complete {
+		res.ReadyIn = coverBy.Sub(found.IndexedThrough)
+	}
 
 	var parts []string
 	switch len(res.Matches) {
@@ -64,6 +96,8 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 		parts = append(parts, "inconclusive: results hidden")
 	case !covered:
 		parts = append(parts, "inconclusive: index lags dispatch (needs "+coverBy.UTC().Format(time.RFC3339Nano)+")")
+	case !bounded && len(res.Matches) == 0:
+		parts = append(parts, "late commits unbounded: no commit deadline promised")
 	}
 	if dropped > 0 {
 		parts = append(parts, fmt.Sprintf("inconclusive: %d hit(s) denied by the authoritative read", dropped))

@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"context"
+	"github.com/intentgate/intentgate/internal/operation"
 	"testing"
 	"time"
 
@@ -166,4 +167,22 @@ func TestRecoveryForLagSettlesAfterTheLag(t *testing.T) {
 	assert.Equal(t, d, release.RecoveryForLag(time.Second))
 	long := release.RecoveryForLag(30 * time.Second)
 	assert.Greater(t, long.SettleWindow, 30*time.Second+release.CommitAllowance)
+}
+
+// Journalled evidence (a stale dispatcher's verified ticket id) counts even
+// before the index shows it; an id the authoritative read denies does not.
+func TestProbeReadsBackTheTicketIDsTheJournalNames(t *testing.T) {
+	env := newSim(t, time.Minute)
+	env.create(t)() // ticket-9001, not indexed for a minute
+	op := unknownOp(t, paymentsTarget(), t0, t0.Add(100*time.Millisecond))
+	op, err := op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Second), ResourceID: "ticket-9001"})
+	require.NoError(t, err)
+	op, err = op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Second), ResourceID: "ticket-0404"})
+	require.NoError(t, err)
+
+	res, err := release.New(env.client, grants, release.DefaultRecovery()).Probe(context.Background(), op)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ticket-9001"}, res.Matches)
+	assert.False(t, res.Authoritative, "the index does not cover the dispatch yet")
+	assert.Positive(t, res.ReadyIn, "says how far the index lags behind the horizon")
 }

@@ -60,7 +60,8 @@ const DefaultSettleWindow = 5 * time.Second
 // at one even though a retry is only ever claimed after an authoritative
 // absence: this provider cannot deduplicate, so every re-send is a risk.
 func DefaultRecovery() tools.Recovery {
-	return tools.Recovery{SettleWindow: DefaultSettleWindow, ProbeBudget: 6, MaxAge: 10 * time.Minute, RetryBudget: 1, IdempotentCreate: false}
+	return tools.Recovery{SettleWindow: DefaultSettleWindow, ProbeBudget: 6, MaxAge: 10 * time.Minute, RetryBudget: 1,
+		IdempotentCreate: false, CommitDeadline: true}
 }
 
 // RecoveryForLag is DefaultRecovery with a settle window that exceeds the
@@ -167,11 +168,17 @@ func (f *Family) Authorize(_ context.Context, caller tools.Caller, p tools.Prepa
 
 // Dispatch creates the ticket. The provider takes no request key: a
 // ClassUnknown error must be reconciled by Probe, never by sending again.
+// The create carries the grant's commit deadline when the provider honours
+// one, so a late commit is bounded.
 func (f *Family) Dispatch(ctx context.Context, op operation.Operation) (tools.Effect, error) {
-	t, err := f.api.CreateTicket(ctx, provider.TicketInput{
+	in := provider.TicketInput{
 		Service: op.Payload["service"], Commit: op.Payload["commit"], Environment: op.Payload["environment"],
 		RequestedBy: op.EndUserID,
-	})
+	}
+	if f.recovery.CommitDeadline {
+		in.CommitDeadline = op.DispatchDeadline()
+	}
+	t, err := f.api.CreateTicket(ctx, in)
 	if err != nil {
 		return tools.Effect{}, fmt.Errorf("create ticket: %w", err)
 	}

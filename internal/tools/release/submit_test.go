@@ -147,8 +147,11 @@ func TestUnconfirmedCreateIsUnknownNotSucceeded(t *testing.T) {
 	assert.Equal(t, "ticket-9001", sub.Operation.ResourceID, "the reported id is kept as a lead for the reconciler")
 	assert.Empty(t, sub.Operation.Receipt, "no receipt without verification")
 	// The first probe waits the settle window from the latest moment the
-	// dispatch wait can have ended (dispatch + downstream budget).
-	assert.Equal(t, sub.Operation.LastDispatchAt.Add(f.ex.Budget().Downstream+family.Recovery().SettleWindow), sub.Operation.DueAt)
+	// dispatch wait can have ended (dispatch + downstream budget), and from
+	// the commit deadline the provider promised to honour (the lease end).
+	settled := sub.Operation.LastDispatchAt.Add(f.ex.Budget().Downstream + family.Recovery().SettleWindow)
+	assert.Equal(t, sub.Operation.DispatchDeadline().Add(family.Recovery().SettleWindow), sub.Operation.DueAt)
+	assert.True(t, sub.Operation.DueAt.After(settled))
 }
 
 func TestForbiddenCallersStoreAndSendNothing(t *testing.T) {

@@ -1,0 +1,123 @@
+package releaseapi_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+)
+
+func TestCreatePastItsCommitDeadlineIsRefusedAndCommitsNothing(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	in := payments
+	in.CommitDeadline = f.clock.Now().Add(-time.Millisecond)
+
+	_, err := f.client.CreateTicket(context.Background(), in)
+
+	var pe *provider.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, provider.ClassNotDispatched, pe.Class, "the provider kept its promise: proven no effect")
+	assert.Equal(t, provider.CodeCommitDeadlinePassed, pe.Code)
+	assert.Equal(t, 0, f.sim.Stats().TicketsCommitted)
+	assert.Equal(t, 1, f.sim.Stats().CreatesPastDeadline)
+}
+
+func TestCreateAtItsCommitDeadlineCommits(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	in := payments
+	in.CommitDeadline = f.clock.Now()
+	ticket, err := f.client.CreateTicket(context.Background(), in)
+	require.NoError(t, err)
+	assert.Equal(t, "ticket-9001", ticket.TicketID)
+}
+
+// lateCommit holds one create under mode until the client gives up, then
+// returns the deadline it carried.
+func lateCommit(t *testing.T, f fixture, mode releaseapi.CreateMode, overrunMS int) time.Time {
+	t.Helper()
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: mode, Times: 1}}, LateCommitOverrunMS: overrunMS}))
+	in := payments
+	in.CommitDeadline = f.clock.Now().Add(10 * time.Second)
+	_, err := f.client.CreateTicket(context.Background(), in)
+	assert.Equal(t, provider.ClassUnknown, provider.ClassOf(err), "the caller's wait ends without an answer")
+	assert.Equal(t, 0, f.sim.Stats().TicketsCommitted, "nothing is committed while the caller waits")
+	return in.CommitDeadline
+}
+
+func TestCommitLateWithinDeadlineCommitsAtTheDeadlineAndIsIndexedByIt(t *testing.T) {
+	f := newFixture(t, 2*time.Second, 200*time.Millisecond)
+	deadline := lateCommit(t, f, releaseapi.CreateCommitLateWithinDeadline, 0)
+
+	f.clock.Advance(10*time.Second - time.Millisecond)
+	assert.Equal(t, 0, f.sim.Stats().TicketsCommitted, "not before the deadline")
+	f.clock.Advance(time.Millisecond)
+	assert.Equal(t, 1, f.sim.Stats().TicketsCommitted, "at the deadline, the latest instant the promise allows")
+
+	f.clock.Advance(2 * time.Second) // the index lag
+	found, err := f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	require.True(t, found.Covers(deadline), "a watermark past the deadline ...")
+	require.Len(t, found.Tickets, 1, "... sees every create that may commit")
+	assert.Equal(t, deadline, found.Tickets[0].CreatedAt)
+	assert.Equal(t, f.clock.Now(), found.SearchedAt, "the answer carries the provider's clock")
+}
+
+func TestCommitLateBeyondDeadlineBreaksThePromiseByTheOverrun(t *testing.T) {
+	f := newFixture(t, 0, 200*time.Millisecond)
+	deadline := lateCommit(t, f, releaseapi.CreateCommitLateBeyondDeadline, 3000)
+
+	f.clock.Advance(10 * time.Second)
+	found, err := f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	require.True(t, found.Covers(deadline))
+	assert.Empty(t, found.Tickets, "absence looks proven ...")
+
+	f.clock.Advance(3 * time.Second)
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	require.Len(t, found.Tickets, 1, "... until the promise-breaking commit lands")
+	assert.Equal(t, deadline.Add(3*time.Second), found.Tickets[0].CreatedAt)
+}
+
+func TestCommitLateWithoutADeadlineCommitsAfterTheFixedDelay(t *testing.T) {
+	f := newFixture(t, 0, 200*time.Millisecond)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateWithinDeadline, Times: 1}}}))
+	_, err := f.client.CreateTicket(context.Background(), payments)
+	require.Error(t, err)
+	f.clock.Advance(releaseapi.LateCommitDelay)
+	assert.Equal(t, 1, f.sim.Stats().TicketsCommitted, "a provider without a promise commits whenever it likes")
+}
+
+func TestNegativeLateCommitOverrunIsRefused(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	assert.Error(t, f.sim.SetFaults(releaseapi.Faults{LateCommitOverrunMS: -1}))
+}
+
+// The latency fault keeps working after the client gave up; with a commit
+// deadline it can no longer commit after it (real clock: the pause alone
+// outlasts the deadline).
+func TestLatencyCannotCommitPastTheDeadline(t *testing.T) {
+	sim := releaseapi.New(releaseapi.Config{APIKey: testKey})
+	server := httptest.NewServer(sim)
+	t.Cleanup(server.Close)
+	client, err := provider.NewReleaseClient(provider.ReleaseConfig{BaseURL: server.URL, APIKey: testKey, MaxConns: 1, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, sim.SetFaults(releaseapi.Faults{LatencyMS: 300}))
+	in := payments
+	in.CommitDeadline = time.Now().Add(50 * time.Millisecond)
+
+	_, err = client.CreateTicket(context.Background(), in)
+
+	assert.Equal(t, provider.CodeCommitDeadlinePassed, func() string {
+		var pe *provider.Error
+		require.ErrorAs(t, err, &pe)
+		return pe.Code
+	}())
+	assert.Equal(t, 0, sim.Stats().TicketsCommitted)
+}
