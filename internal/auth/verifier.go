@@ -203,7 +203,8 @@ func (v *Verifier) Audience() string { return v.cfg.Audience }
 // Verify checks rawToken (the bearer value, without "Bearer ") and returns
 // its Subject. Errors: [ErrMissingToken] for an empty token; a *[TokenError]
 // (errors.Is ErrInvalidToken) for any refused token; an error wrapping
-// [ErrKeysUnavailable] when no keys could be obtained at all.
+// [ErrKeysUnavailable] when no keys could be obtained at all, or the token's
+// kid is not cached and the issuer could not be asked for it (an outage).
 func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error) {
 	if rawToken == "" {
 		return Subject{}, ErrMissingToken
