@@ -78,7 +78,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		// Every metric also under exactly [Stage]: what the alarms select.
 		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
 		Tracer:  obs.NewTracer(cfg.Tracing),
-		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel})),
 	}
 	db, err := store.NewClient(ctx, store.ClientConfig{Endpoint: cfg.DynamoDBEndpoint, Region: cfg.Region})
 	if err != nil {
