@@ -42,6 +42,9 @@ func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, 
 		if err == nil || rep.OldestUnknownAge > 0 {
 			_ = r.metrics.UnknownOldestAge(ctx, rep.OldestUnknownAge)
 		}
+		if err == nil || rep.OldestRetryableAge > 0 {
+			_ = r.metrics.RetryableOldestAge(ctx, rep.OldestRetryableAge)
+		}
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
 			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),

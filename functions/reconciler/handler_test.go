@@ -247,3 +247,27 @@ func TestEveryMetricTheReconcilerEmitsCarriesTheStageSet(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, n, 2)
 }
+
+func TestScheduledSweepEmitsTheOldestRetryableAgeUnderStage(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.sim.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
+	op := h.submit(t, "op-sample-0004", "O20260728004")
+	require.Equal(t, operation.StateUnknown, op.State)
+	h.clock.Advance(h.r.app.Executor.SettledAt(op, riskreview.DefaultRecovery().SettleWindow).Sub(h.clock.Now()) + time.Second)
+	_, err := h.r.handle(context.Background(), sample(t, "schedule.json")) // proves absence: RETRYABLE
+	require.NoError(t, err)
+	got, err := h.st.Get(context.Background(), op.Handle)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateRetryable, got.State)
+
+	h.clock.Advance(2 * time.Minute)
+	age := h.clock.Now().Sub(op.CreatedAt).Seconds()
+	_, err = h.r.handle(context.Background(), sample(t, "schedule.json")) // sees it RETRYABLE, claims it
+	require.NoError(t, err)
+
+	docs := emfLines(t, h.out, "retryable_oldest_age_seconds")
+	require.Len(t, docs, 2, "one age per sweep")
+	assert.InDelta(t, 0.0, docs[0]["retryable_oldest_age_seconds"], 0, "the first sweep saw it UNKNOWN")
+	assert.InDelta(t, age, docs[1]["retryable_oldest_age_seconds"], 0.001)
+	assert.Equal(t, "dev", docs[1]["Stage"])
+}

@@ -195,6 +195,9 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		OnReject: func(reason string) {
 			a.Auditor.Record(context.Background(), obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason})
 			_ = a.Metrics.AuthRejection(context.Background(), reason)
+			if auth.IsInvalidTokenReason(reason) {
+				_ = a.Metrics.InvalidToken(context.Background(), reason)
+			}
 		},
 	})
 	mux := http.NewServeMux()
