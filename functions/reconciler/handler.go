@@ -23,8 +23,21 @@ type envelope struct {
 
 // handle is the Lambda handler. A stream batch returns an
 // events.DynamoDBEventResponse (ReportBatchItemFailures); a scheduled event
-// runs a sweep and returns its report.
+// runs a sweep and returns its report. The invocation runs in one X-Ray
+// subsegment (a Lambda facade segment takes no annotations) and its log
+// lines carry the invocation's join keys.
 func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	ctx = r.app.Invocation(ctx, "")
+	var out any
+	err := r.app.Tracer.Segment(ctx, "intentgate-reconciler", func(ctx context.Context) error {
+		var err error
+		out, err = r.dispatch(ctx, payload)
+		return err
+	})
+	return out, err
+}
+
+func (r *reconciler) dispatch(ctx context.Context, payload json.RawMessage) (any, error) {
 	var env envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupportedEvent, err)

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/gateway"
@@ -52,7 +55,8 @@ type App struct {
 	Tracer   *obs.Tracer
 	Logger   *slog.Logger
 
-	verifier *auth.Verifier
+	verifier   *auth.Verifier
+	coldStarts obs.ColdStarts
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
@@ -68,22 +72,34 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if cfg.Stage == "" {
 		cfg.Stage = DefaultStage // a Config not from FromEnv; an empty dimension would fail every metric
 	}
-	cfg, err := resolveAPIKeys(ctx, cfg)
+	awsCfg, err := loadAWSConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	cfg, err = resolveAPIKeys(ctx, cfg, awsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	// One writer lock for every JSON line (audit, logs, EMF) would be
+	// nicer; slog's JSON handler and Metrics each write a whole line per
+	// Write, which CloudWatch keeps apart.
 	a := &App{
-		Config:  cfg,
-		Auditor: obs.NewAuditor(opts.Out),
+		Config: cfg,
+		// Audit records are never filtered by the log level.
+		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
 		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
 		Tracer:  obs.NewTracer(cfg.Tracing),
-		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel})),
+		Logger:  slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel}))),
 	}
-	db, err := store.NewClient(ctx, store.ClientConfig{Endpoint: cfg.DynamoDBEndpoint, Region: cfg.Region})
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+		}
+		// See store/httpbody.go: without it a write that took effect can
+		// come back refused after the SDK's retry.
+		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
+	})
 	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -192,11 +208,11 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	authn := auth.Middleware(auth.MiddlewareConfig{
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
 		ResourceMetadataURL: metadataURL, Logger: a.Logger,
-		OnReject: func(reason string) {
-			a.Auditor.Record(context.Background(), obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason})
-			_ = a.Metrics.AuthRejection(context.Background(), reason)
+		OnReject: func(ctx context.Context, reason string) {
+			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: lambdahttp.RequestIDFrom(ctx)})
+			_ = a.Metrics.AuthRejection(ctx, reason)
 			if auth.IsInvalidTokenReason(reason) {
-				_ = a.Metrics.InvalidToken(context.Background(), reason)
+				_ = a.Metrics.InvalidToken(ctx, reason)
 			}
 		},
 	})
@@ -215,7 +231,33 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", authn(withRequestID(mcpHandler)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	return a.Tracer.Handler("intentgate-mcp", mux), nil
+	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
+}
+
+// withInvocation marks each request as one invocation for the logs (see
+// Invocation), with API Gateway's request id when the adapter has one.
+func (a *App) withInvocation(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))))
+	})
+}
+
+// Invocation returns ctx marked as one invocation of this process: every
+// log line and audit record written with it carries the function name,
+// whether it is the cold start, gatewayRequestID (empty for non-HTTP
+// triggers) and the X-Ray trace id. The cold start is also counted
+// (cold_starts, the dashboard's widget).
+func (a *App) Invocation(ctx context.Context, gatewayRequestID string) context.Context {
+	cold := a.coldStarts.First()
+	function := a.Config.FunctionName
+	if cold {
+		name := function
+		if name == "" {
+			name = "local"
+		}
+		_ = a.Metrics.ColdStart(ctx, name)
+	}
+	return obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
 }
 
 // withRequestID carries the adapter's server-minted request id into the

@@ -29,6 +29,7 @@ type Config struct {
 	DynamoDBEndpoint string        // INTENTGATE_DYNAMODB_ENDPOINT (empty: AWS)
 	SSMEndpoint      string        // INTENTGATE_SSM_ENDPOINT (default: INTENTGATE_DYNAMODB_ENDPOINT; empty: AWS)
 	Region           string        // AWS_REGION
+	FunctionName     string        // AWS_LAMBDA_FUNCTION_NAME (set by Lambda): the function key of every log line
 	Retention        time.Duration // INTENTGATE_RETENTION
 	Stage            string        // INTENTGATE_STAGE: the Stage dimension of every metric (default dev)
 
@@ -114,6 +115,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		},
 	}
 	_, underLambda := lookup("AWS_LAMBDA_FUNCTION_NAME")
+	c.FunctionName = e.str("AWS_LAMBDA_FUNCTION_NAME", "")
 	c.Tracing = e.boolean("INTENTGATE_TRACING", underLambda)
 	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
 	c.SSMEndpoint = e.str("INTENTGATE_SSM_ENDPOINT", c.DynamoDBEndpoint)

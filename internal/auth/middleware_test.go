@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"time"
 
 	"net/http"
@@ -47,7 +48,7 @@ func runMiddlewareCases(t *testing.T, cfg auth.MiddlewareConfig, tests []middlew
 		t.Run(tc.name, func(t *testing.T) {
 			var reasons []string
 			cfg := cfg
-			cfg.OnReject = func(reason string) { reasons = append(reasons, reason) }
+			cfg.OnReject = func(_ context.Context, reason string) { reasons = append(reasons, reason) }
 			next := &recorder{}
 			h := auth.Middleware(cfg)(next)
 
@@ -206,7 +207,7 @@ func TestMiddlewareAnswers503ForUnknownKidDuringJWKSOutage(t *testing.T) {
 
 		var reasons []string
 		h := auth.Middleware(auth.MiddlewareConfig{Verifier: v, ResourceMetadataURL: metadataURL,
-			OnReject: func(r string) { reasons = append(reasons, r) }})(&recorder{})
+			OnReject: func(_ context.Context, r string) { reasons = append(reasons, r) }})(&recorder{})
 		for range 2 {
 			rr := serve(t, h, rotated)
 			assert.Equal(t, http.StatusServiceUnavailable, rr.Code)
