@@ -89,3 +89,14 @@ distclean: clean ## Also remove the Python virtualenvs
 .PHONY: bench-engine
 bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
 	$(GO) run ./infra/engine/bench $(BENCH_ARGS)
+
+# ---------------------------------------------------------------- deploy
+# One-command deployment to a real AWS account (docs/deploy.md). The first
+# run asks its questions and remembers the answers in .deploy/<stack>.json.
+# ARGS: -stack NAME -region REGION -guided (ask again) -yes (CI: never ask).
+.PHONY: deploy destroy
+deploy: $(TOOLS_STAMP) ## Deploy to AWS (first run guided; ARGS="-stack intentgate-prod -region eu-west-1")
+	$(GO) run ./infra/deploy -venv $(TOOLS_VENV) $(ARGS)
+
+destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations table is retained
+	$(GO) run ./infra/deploy -destroy -venv $(TOOLS_VENV) $(ARGS)
