@@ -238,16 +238,20 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 // Invocation), with API Gateway's request id when the adapter has one.
 func (a *App) withInvocation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))))
+		ctx, done := a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))
+		defer done()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
 // Invocation returns ctx marked as one invocation of this process: every
 // log line and audit record written with it carries the function name,
 // whether it is the cold start, gatewayRequestID (empty for non-HTTP
-// triggers) and the X-Ray trace id. The cold start is also counted
-// (cold_starts, the dashboard's widget).
-func (a *App) Invocation(ctx context.Context, gatewayRequestID string) context.Context {
+// triggers) and the X-Ray trace id, and its metrics are batched into one
+// EMF document per dimension set, written by done (call it when the
+// invocation ends). The cold start is also counted (cold_starts).
+func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ context.Context, done func()) {
+	ctx, batch := a.Metrics.StartBatch(ctx)
 	cold := a.coldStarts.First()
 	function := a.Config.FunctionName
 	if cold {
@@ -257,7 +261,12 @@ func (a *App) Invocation(ctx context.Context, gatewayRequestID string) context.C
 		}
 		_ = a.Metrics.ColdStart(ctx, name)
 	}
-	return obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
+	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
+	return ctx, func() {
+		if err := batch.Flush(); err != nil {
+			a.Logger.ErrorContext(ctx, "write metrics", "error", err.Error())
+		}
+	}
 }
 
 // withRequestID carries the adapter's server-minted request id into the

@@ -173,12 +173,24 @@ func (ms *Metrics) Emit(ctx context.Context, m Metric) error {
 	if err != nil {
 		return err
 	}
-	ms.out.mu.Lock()
-	defer ms.out.mu.Unlock()
-	if _, err := ms.out.w.Write(line); err != nil {
+	if b := batchFrom(ctx, ms); b != nil && b.add(ms, m) {
+		return nil
+	}
+	if err := ms.write(line); err != nil {
 		return fmt.Errorf("obs: write metric %q: %w", m.Name, err)
 	}
 	return nil
+}
+
+// write writes one EMF line (newline added when missing) under the lock.
+func (ms *Metrics) write(line []byte) error {
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	ms.out.mu.Lock()
+	defer ms.out.mu.Unlock()
+	_, err := ms.out.w.Write(line)
+	return err
 }
 
 func (ms *Metrics) encode(m Metric) ([]byte, error) {
