@@ -100,3 +100,12 @@ deploy: $(TOOLS_STAMP) ## Deploy to AWS (first run guided; ARGS="-stack intentga
 
 destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations table is retained
 	$(GO) run ./infra/deploy -destroy -venv $(TOOLS_VENV) $(ARGS)
+
+# ---------------------------------------------------------------- cold start
+# Ours vs a bare go-sdk MCP Lambda (infra/bench/baremcp) under the Lambda
+# Runtime Interface Emulator, side by side in one run (test/rie installs the
+# emulator). INTENTGATE_BENCH_ROUNDS / _WARM change the sample sizes.
+.PHONY: bench-coldstart
+bench-coldstart: $(VENV_STAMP) ## Cold start, first/warm invoke, RSS and size: intentgate vs bare go-sdk MCP Lambda
+	INTENTGATE_BENCH_COLDSTART=1 $(GO) test -count=1 -timeout 20m -run '^TestColdStartSideBySide$$' -v ./test/rie \
+		| grep -v -e '^=== ' -e '^--- ' -e '^PASS$$' -e '^ok '
