@@ -171,14 +171,30 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.Config.JWKSURL != "" && a.verifier == nil {
-		v, err := auth.NewVerifier(ctx, auth.VerifierConfig{
+		vc := auth.VerifierConfig{
 			JWKSURL: a.Config.JWKSURL, Issuer: a.Config.JWTIssuer, Audience: a.Config.JWTAudience,
 			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
-		})
+		}
+		if a.Config.TrustGatewayAuthorizer {
+			// API Gateway's JWT authorizer verifies RSA only: the fallback
+			// path accepts what the authorizer accepts, nothing more.
+			vc.Algorithms = []string{"RS256", "RS384", "RS512"}
+		}
+		v, err := auth.NewVerifier(ctx, vc)
 		if err != nil {
 			return nil, fmt.Errorf("app: %w", err)
 		}
 		a.verifier = v
+		if a.Config.TrustGatewayAuthorizer {
+			rsa, err := v.HasKeyType(ctx, "RSA")
+			if err != nil {
+				return nil, fmt.Errorf("app: %w", err)
+			}
+			if !rsa {
+				return nil, fmt.Errorf("app: INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true (GatewayJwtAuthorizer) needs an issuer signing with RSA: "+
+					"API Gateway's JWT authorizer verifies RSA signatures only, and %s has no RSA signing key (use GatewayJwtAuthorizer=false)", a.Config.JWKSURL)
+			}
+		}
 	}
 	writes, err := a.published()
 	if err != nil {

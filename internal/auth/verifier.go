@@ -194,6 +194,29 @@ func (v *Verifier) Close(ctx context.Context) error {
 	return nil
 }
 
+// HasKeyType reports whether the cached JWKS holds a signing key of type kty
+// ("RSA", "EC"), e.g. to check an issuer fits API Gateway's JWT authorizer,
+// which verifies RSA signatures only.
+func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
+	set, err := v.cache.Lookup(ctx, v.cfg.JWKSURL)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	}
+	for i := range set.Len() {
+		key, ok := set.Key(i)
+		if !ok {
+			continue
+		}
+		if use, ok := key.KeyUsage(); ok && use != "sig" {
+			continue
+		}
+		if key.KeyType().String() == kty {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Issuer returns the issuer this verifier enforces.
 func (v *Verifier) Issuer() string { return v.cfg.Issuer }
 
