@@ -241,3 +241,26 @@ func (k keepBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp, nil
 }
+
+// The sample stream events pass the template's filter record by record as
+// events/README.md says.
+func TestSampleStreamEventsPassTheTemplateFilterAsDocumented(t *testing.T) {
+	criteria, _ := templateStreamFilter(t)
+	for file, want := range map[string][]bool{
+		"stream-unknown.json":  {true},
+		"stream-ignored.json":  {false},
+		"stream-poisoned.json": {true, true, true},
+	} {
+		var ev struct {
+			Records []json.RawMessage `json:"Records"`
+		}
+		require.NoError(t, json.Unmarshal(sample(t, file), &ev))
+		var got []bool
+		for _, rec := range ev.Records {
+			ok, err := criteria.MatchJSON(rec)
+			require.NoError(t, err)
+			got = append(got, ok)
+		}
+		assert.Equal(t, want, got, file)
+	}
+}
