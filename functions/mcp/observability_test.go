@@ -38,7 +38,8 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	s, err := stack.Start(ctx, stack.Config{
 		EngineEndpoint: engine.Endpoint(), Table: enginetest.TableName(t), MCPAddrs: []string{"127.0.0.1:0"},
 		ResourceURL: resource, Out: out,
-		Env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "intentgate-test-mcp", "INTENTGATE_TRACING": "true"},
+		Env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "intentgate-test-mcp", "INTENTGATE_TRACING": "true",
+			"INTENTGATE_BUDGET_STORE": slowMachineStoreBudget},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
