@@ -80,9 +80,8 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	// One writer lock for every JSON line (audit, logs, EMF) would be
-	// nicer; slog's JSON handler and Metrics each write a whole line per
-	// Write, which CloudWatch keeps apart.
+	// Audit records, logs and EMF documents share opts.Out; each is written
+	// as one whole line per Write, so CloudWatch keeps them apart.
 	a := &App{
 		Config: cfg,
 		// Audit records are never filtered by the log level.

@@ -164,7 +164,7 @@ func (g *group) documents(ms *Metrics) [][]byte {
 		line, err := json.Marshal(doc)
 		if err != nil {
 			// Values were validated finite on the way in; only a programming
-			// error gets here. Drop the document rather than a partial one.
+			// error gets here. An error line stands in for the document.
 			lines = append(lines, []byte(fmt.Sprintf(`{"level":"ERROR","msg":"obs: encode metric batch: %s"}`, err)))
 			continue
 		}
