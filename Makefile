@@ -126,3 +126,23 @@ $(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/pyt
 	$(PYTHON) -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(CLIENTS_DIR)/python/requirements.txt
 	touch $@
+
+# ---------------------------------------------------------------- deploy
+# One-command deployment to a real AWS account (docs/deploy.md). The first
+# run asks its questions and remembers the answers in .deploy/<stack>.json.
+# ARGS: -stack NAME -region REGION -guided (ask again) -yes (CI: never ask).
+.PHONY: deploy destroy
+deploy: $(TOOLS_STAMP) ## Deploy to AWS (first run guided; ARGS="-stack intentgate-prod -region eu-west-1")
+	$(GO) run ./infra/deploy -venv $(TOOLS_VENV) $(ARGS)
+
+destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations table is retained
+	$(GO) run ./infra/deploy -destroy -venv $(TOOLS_VENV) $(ARGS)
+
+# ---------------------------------------------------------------- cold start
+# Ours vs a bare go-sdk MCP Lambda (infra/bench/baremcp) under the Lambda
+# Runtime Interface Emulator, side by side in one run (test/rie installs the
+# emulator). INTENTGATE_BENCH_ROUNDS / _WARM change the sample sizes.
+.PHONY: bench-coldstart
+bench-coldstart: $(VENV_STAMP) ## Cold start, first/warm invoke, RSS and size: intentgate vs bare go-sdk MCP Lambda
+	INTENTGATE_BENCH_COLDSTART=1 $(GO) test -count=1 -timeout 20m -run '^TestColdStartSideBySide$$' -v ./test/rie \
+		| grep -v -e '^=== ' -e '^--- ' -e '^PASS$$' -e '^ok '

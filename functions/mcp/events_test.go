@@ -29,6 +29,11 @@ func TestMain(m *testing.M) {
 
 const resource = "https://intentgate.test/mcp"
 
+// slowMachineStoreBudget replaces the 300 ms production store budget: on a
+// loaded shared machine the local engine answers slower than that, and
+// these tests measure behaviour, not latency.
+const slowMachineStoreBudget = "3s"
+
 // TestRecordedEventsThroughTheRealHandler feeds every API Gateway sample in
 // events/ to the function's real handler: the adapter in front of the whole
 // wired application, on the local engine with the simulators.
@@ -37,6 +42,7 @@ func TestRecordedEventsThroughTheRealHandler(t *testing.T) {
 	s, err := stack.Start(ctx, stack.Config{
 		EngineEndpoint: engine.Endpoint(), Table: enginetest.TableName(t), MCPAddrs: []string{"127.0.0.1:0"},
 		ResourceURL: resource, Out: &strings.Builder{},
+		Env: map[string]string{"INTENTGATE_BUDGET_STORE": slowMachineStoreBudget},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -23,8 +23,22 @@ type envelope struct {
 
 // handle is the Lambda handler. A stream batch returns an
 // events.DynamoDBEventResponse (ReportBatchItemFailures); a scheduled event
-// runs a sweep and returns its report.
+// runs a sweep and returns its report. The invocation runs in one X-Ray
+// subsegment (a Lambda facade segment takes no annotations) and its log
+// lines carry the invocation's join keys.
 func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	ctx, done := r.app.Invocation(ctx, "")
+	defer done()
+	var out any
+	err := r.app.Tracer.Segment(ctx, "intentgate-reconciler", func(ctx context.Context) error {
+		var err error
+		out, err = r.dispatch(ctx, payload)
+		return err
+	})
+	return out, err
+}
+
+func (r *reconciler) dispatch(ctx context.Context, payload json.RawMessage) (any, error) {
 	var env envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupportedEvent, err)
@@ -41,6 +55,9 @@ func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, 
 		// UNKNOWN; skipped only when a failed sweep saw none (nothing known).
 		if err == nil || rep.OldestUnknownAge > 0 {
 			_ = r.metrics.UnknownOldestAge(ctx, rep.OldestUnknownAge)
+		}
+		if err == nil || rep.OldestRetryableAge > 0 {
+			_ = r.metrics.RetryableOldestAge(ctx, rep.OldestRetryableAge)
 		}
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),

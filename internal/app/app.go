@@ -12,6 +12,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/gateway"
@@ -52,7 +55,8 @@ type App struct {
 	Tracer   *obs.Tracer
 	Logger   *slog.Logger
 
-	verifier *auth.Verifier
+	verifier   *auth.Verifier
+	coldStarts obs.ColdStarts
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
@@ -68,22 +72,33 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if cfg.Stage == "" {
 		cfg.Stage = DefaultStage // a Config not from FromEnv; an empty dimension would fail every metric
 	}
-	cfg, err := resolveAPIKeys(ctx, cfg)
+	awsCfg, err := loadAWSConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	cfg, err = resolveAPIKeys(ctx, cfg, awsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	// Audit records, logs and EMF documents share opts.Out; each is written
+	// as one whole line per Write, so CloudWatch keeps them apart.
 	a := &App{
-		Config:  cfg,
-		Auditor: obs.NewAuditor(opts.Out),
+		Config: cfg,
+		// Audit records are never filtered by the log level.
+		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
 		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
 		Tracer:  obs.NewTracer(cfg.Tracing),
-		Logger:  slog.New(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:  slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel}))),
 	}
-	db, err := store.NewClient(ctx, store.ClientConfig{Endpoint: cfg.DynamoDBEndpoint, Region: cfg.Region})
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+		}
+		// See store/httpbody.go: without it a write that took effect can
+		// come back refused after the SDK's retry.
+		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
+	})
 	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -156,14 +171,30 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.Config.JWKSURL != "" && a.verifier == nil {
-		v, err := auth.NewVerifier(ctx, auth.VerifierConfig{
+		vc := auth.VerifierConfig{
 			JWKSURL: a.Config.JWKSURL, Issuer: a.Config.JWTIssuer, Audience: a.Config.JWTAudience,
 			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
-		})
+		}
+		if a.Config.TrustGatewayAuthorizer {
+			// API Gateway's JWT authorizer verifies RSA only: the fallback
+			// path accepts what the authorizer accepts, nothing more.
+			vc.Algorithms = []string{"RS256", "RS384", "RS512"}
+		}
+		v, err := auth.NewVerifier(ctx, vc)
 		if err != nil {
 			return nil, fmt.Errorf("app: %w", err)
 		}
 		a.verifier = v
+		if a.Config.TrustGatewayAuthorizer {
+			rsa, err := v.HasKeyType(ctx, "RSA")
+			if err != nil {
+				return nil, fmt.Errorf("app: %w", err)
+			}
+			if !rsa {
+				return nil, fmt.Errorf("app: INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true (GatewayJwtAuthorizer) needs an issuer signing with RSA: "+
+					"API Gateway's JWT authorizer verifies RSA signatures only, and %s has no RSA signing key (use GatewayJwtAuthorizer=false)", a.Config.JWKSURL)
+			}
+		}
 	}
 	writes, err := a.published()
 	if err != nil {
@@ -193,9 +224,12 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	authn := auth.Middleware(auth.MiddlewareConfig{
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
 		ResourceMetadataURL: metadataURL, Logger: a.Logger,
-		OnReject: func(reason string) {
-			a.Auditor.Record(context.Background(), obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason})
-			_ = a.Metrics.AuthRejection(context.Background(), reason)
+		OnReject: func(ctx context.Context, reason string) {
+			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: lambdahttp.RequestIDFrom(ctx)})
+			_ = a.Metrics.AuthRejection(ctx, reason)
+			if auth.IsInvalidTokenReason(reason) {
+				_ = a.Metrics.InvalidToken(ctx, reason)
+			}
 		},
 	})
 	mux := http.NewServeMux()
@@ -213,7 +247,42 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", authn(withRequestID(mcpHandler)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	return a.Tracer.Handler("intentgate-mcp", mux), nil
+	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
+}
+
+// withInvocation marks each request as one invocation for the logs (see
+// Invocation), with API Gateway's request id when the adapter has one.
+func (a *App) withInvocation(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, done := a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))
+		defer done()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// Invocation returns ctx marked as one invocation of this process: every
+// log line and audit record written with it carries the function name,
+// whether it is the cold start, gatewayRequestID (empty for non-HTTP
+// triggers) and the X-Ray trace id, and its metrics are batched into one
+// EMF document per dimension set, written by done (call it when the
+// invocation ends). The cold start is also counted (cold_starts).
+func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ context.Context, done func()) {
+	ctx, batch := a.Metrics.StartBatch(ctx)
+	cold := a.coldStarts.First()
+	function := a.Config.FunctionName
+	if cold {
+		name := function
+		if name == "" {
+			name = "local"
+		}
+		_ = a.Metrics.ColdStart(ctx, name)
+	}
+	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
+	return ctx, func() {
+		if err := batch.Flush(); err != nil {
+			a.Logger.ErrorContext(ctx, "write metrics", "error", err.Error())
+		}
+	}
 }
 
 // withRequestID carries the adapter's server-minted request id into the

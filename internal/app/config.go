@@ -8,6 +8,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -28,6 +29,7 @@ type Config struct {
 	DynamoDBEndpoint string        // INTENTGATE_DYNAMODB_ENDPOINT (empty: AWS)
 	SSMEndpoint      string        // INTENTGATE_SSM_ENDPOINT (default: INTENTGATE_DYNAMODB_ENDPOINT; empty: AWS)
 	Region           string        // AWS_REGION
+	FunctionName     string        // AWS_LAMBDA_FUNCTION_NAME (set by Lambda): the function key of every log line
 	Retention        time.Duration // INTENTGATE_RETENTION
 	Stage            string        // INTENTGATE_STAGE: the Stage dimension of every metric (default dev)
 
@@ -67,8 +69,15 @@ type Config struct {
 	Budget             admission.BudgetConfig
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
 
-	ListenAddr string // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
-	Tracing    bool   // INTENTGATE_TRACING (default: on under Lambda)
+	// INTENTGATE_INVOCATION_TIMEOUT: the function's timeout (template.yaml
+	// sets it from each function's Timeout). The whole request budget must
+	// fit inside it, or a call (or a reconciler claim) could be cut off by
+	// Lambda mid-write. 0 (unset): no such check (plain-HTTP mode).
+	InvocationTimeout time.Duration
+
+	ListenAddr string     // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
+	Tracing    bool       // INTENTGATE_TRACING (default: on under Lambda)
+	LogLevel   slog.Level // AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig; default INFO)
 }
 
 // Lookup reads one environment variable (os.LookupEnv in production).
@@ -105,6 +114,8 @@ func FromEnv(lookup Lookup) (Config, error) {
 		MaxQueue:               e.integer("INTENTGATE_MAX_QUEUE", 16),
 		MaxQueueWait:           e.dur("INTENTGATE_MAX_QUEUE_WAIT", time.Second),
 		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
+		InvocationTimeout:      e.dur("INTENTGATE_INVOCATION_TIMEOUT", 0),
+		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
@@ -113,6 +124,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		},
 	}
 	_, underLambda := lookup("AWS_LAMBDA_FUNCTION_NAME")
+	c.FunctionName = e.str("AWS_LAMBDA_FUNCTION_NAME", "")
 	c.Tracing = e.boolean("INTENTGATE_TRACING", underLambda)
 	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
 	c.SSMEndpoint = e.str("INTENTGATE_SSM_ENDPOINT", c.DynamoDBEndpoint)
@@ -170,6 +182,13 @@ func (c Config) Validate() error {
 	}
 	if c.ClockSkewBound < 0 || c.ClockSkewBound > MaxClockSkewBound {
 		errs = append(errs, fmt.Errorf("INTENTGATE_CLOCK_SKEW_BOUND must be 0 to %s, got %s", MaxClockSkewBound, c.ClockSkewBound))
+	}
+	if c.InvocationTimeout < 0 {
+		errs = append(errs, errors.New("INTENTGATE_INVOCATION_TIMEOUT must not be negative"))
+	}
+	if c.InvocationTimeout > 0 && c.Budget.Total() >= c.InvocationTimeout {
+		errs = append(errs, fmt.Errorf("the request budget (auth %s + store %s + downstream %s + reserve %s = %s) does not fit INTENTGATE_INVOCATION_TIMEOUT=%s: lower INTENTGATE_DOWNSTREAM_TIMEOUT",
+			c.Budget.Auth, c.Budget.Store, c.Budget.Downstream, c.Budget.Reserve, c.Budget.Total(), c.InvocationTimeout))
 	}
 	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
 		errs = append(errs, errors.New("INTENTGATE_RISK_SETTLE_WINDOW and INTENTGATE_RELEASE_SETTLE_WINDOW must not be negative"))
@@ -255,6 +274,26 @@ func (e *envReader) integer(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// logLevel reads Lambda's level names (TRACE, DEBUG, INFO, WARN, ERROR,
+// FATAL); TRACE maps to DEBUG and FATAL to ERROR, slog's nearest.
+func (e *envReader) logLevel(name string, def slog.Level) slog.Level {
+	v := strings.ToUpper(e.str(name, ""))
+	switch v {
+	case "":
+		return def
+	case "TRACE", "DEBUG":
+		return slog.LevelDebug
+	case "INFO":
+		return slog.LevelInfo
+	case "WARN":
+		return slog.LevelWarn
+	case "ERROR", "FATAL":
+		return slog.LevelError
+	}
+	e.errs = append(e.errs, fmt.Errorf("%s=%q: want DEBUG, INFO, WARN or ERROR", name, v))
+	return def
 }
 
 func (e *envReader) boolean(name string, def bool) bool {

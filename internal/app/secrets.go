@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -26,7 +24,7 @@ type parameterReader interface {
 // (INTENTGATE_*_API_KEY) wins, so local runs need no SSM. The Release key
 // is read only when the Release API is configured. No parameter to read
 // means no client is built and no call is made.
-func resolveAPIKeys(ctx context.Context, cfg Config) (Config, error) {
+func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config, error) {
 	type want struct {
 		env  string
 		name string
@@ -42,10 +40,11 @@ func resolveAPIKeys(ctx context.Context, cfg Config) (Config, error) {
 	if len(todo) == 0 {
 		return cfg, nil
 	}
-	client, err := newSSMClient(ctx, cfg.SSMEndpoint, cfg.Region)
-	if err != nil {
-		return Config{}, err
-	}
+	client := ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
+		if cfg.SSMEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.SSMEndpoint)
+		}
+	})
 	for _, w := range todo {
 		v, err := readSecureString(ctx, client, w.name)
 		if err != nil {
@@ -58,26 +57,6 @@ func resolveAPIKeys(ctx context.Context, cfg Config) (Config, error) {
 
 // newSSMClient builds an SSM client the way store.NewClient builds the
 // DynamoDB one: an endpoint override (moto, LocalStack) gets static local
-// credentials; otherwise the ambient AWS configuration (the Lambda role).
-func newSSMClient(ctx context.Context, endpoint, region string) (*ssm.Client, error) {
-	if region == "" {
-		region = "us-east-1"
-	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
-	if endpoint != "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
-			credentials.NewStaticCredentialsProvider("local", "local", ""))))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("ssm client: load aws config: %w", err)
-	}
-	return ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	}), nil
-}
 
 var errEmptyParameter = errors.New("parameter has no value")
 

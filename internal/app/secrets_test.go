@@ -48,8 +48,9 @@ func putSecureString(t *testing.T, name, value string) {
 		t.Skip("SSM tests need an endpoint engine (moto or LocalStack), not real AWS")
 	}
 	ctx := context.Background()
-	client, err := newSSMClient(ctx, engine.Endpoint(), engine.Region())
+	awsCfg, err := loadAWSConfig(ctx, Config{SSMEndpoint: engine.Endpoint(), Region: engine.Region()})
 	require.NoError(t, err)
+	client := ssm.NewFromConfig(awsCfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(engine.Endpoint()) })
 	_, err = client.PutParameter(ctx, &ssm.PutParameterInput{
 		Name: aws.String(name), Value: aws.String(value), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
 	})

@@ -25,6 +25,7 @@ var setByLambdaOrDefault = []string{
 	"INTENTGATE_RISK_SETTLE_WINDOW", "INTENTGATE_RELEASE_SETTLE_WINDOW",
 	"INTENTGATE_BUDGET_AUTH", "INTENTGATE_BUDGET_STORE", "INTENTGATE_BUDGET_DOWNSTREAM", "INTENTGATE_BUDGET_RESERVE",
 	"INTENTGATE_MAX_QUEUE_WAIT",
+	"AWS_LAMBDA_LOG_LEVEL", // set by Lambda from LoggingConfig.ApplicationLogLevel
 }
 
 // TestTemplateEnvironmentMatchesFromEnv: every variable template.yaml sets
@@ -51,8 +52,8 @@ func TestTemplateEnvironmentMatchesFromEnv(t *testing.T) {
 	})
 
 	for _, name := range inTemplate {
-		if name == "GOMEMLIMIT" {
-			continue // read by the Go runtime
+		if name == "GOMEMLIMIT" || name == "AWS_XRAY_CONTEXT_MISSING" {
+			continue // read by the Go runtime, the X-Ray SDK
 		}
 		assert.Contains(t, read, name, "template.yaml sets %s but FromEnv never reads it", name)
 	}
@@ -88,7 +89,7 @@ func TestTemplateFunctionsStartInBothAuthModes(t *testing.T) {
 		{name: "default: the server verifies tokens"},
 		{
 			name:      "GatewayJwtAuthorizer=true: API Gateway verifies",
-			overrides: map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp"},
+			overrides: map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "intentgate/mcp"},
 			gateway:   true,
 		},
 	}
@@ -138,7 +139,7 @@ func TestTemplateFunctionsStartInBothAuthModes(t *testing.T) {
 			assert.Equal(t, tc.gateway, present, "securitySchemes")
 			assert.Equal(t, tc.gateway, securityPresent, "POST /mcp security")
 			if tc.gateway {
-				assert.Equal(t, []any{map[string]any{"gatewayJwt": []any{}}}, security)
+				assert.Equal(t, []any{map[string]any{"gatewayJwt": []any{"intentgate/mcp"}}}, security, "the routes require the scope")
 				jwt := schemes.(map[string]any)["gatewayJwt"].(map[string]any)["x-amazon-apigateway-authorizer"].(map[string]any)["jwtConfiguration"]
 				assert.Equal(t, map[string]any{"issuer": templateSamples["TokenIssuer"], "audience": []any{"https://mcp.example.com/mcp"}}, jwt)
 			}

@@ -100,3 +100,16 @@ func TestSubjectAndGatewayClaimsRoundTripThroughContext(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "u", stored["sub"], "stored claims are a copy")
 }
+
+// An invalid-token alarm counts forged or misdirected tokens only: a missing
+// token is every MCP client's first request, an expired one how it learns to
+// refresh, and unavailable keys are the server's fault.
+func TestInvalidTokenReasonsExcludeNormalClientBehaviour(t *testing.T) {
+	for _, r := range []string{auth.ReasonMissingToken, auth.ReasonExpired, auth.ReasonKeysUnavailable, auth.ReasonGatewayMissing, ""} {
+		assert.False(t, auth.IsInvalidTokenReason(r), r)
+	}
+	for _, r := range []string{auth.ReasonMalformedToken, auth.ReasonDisallowedAlg, auth.ReasonUnknownKey, auth.ReasonBadSignature,
+		auth.ReasonNotYetValid, auth.ReasonWrongIssuer, auth.ReasonWrongAudience, auth.ReasonInvalidClaims, auth.ReasonGatewayClaims} {
+		assert.True(t, auth.IsInvalidTokenReason(r), r)
+	}
+}

@@ -73,3 +73,16 @@ func invalid(reason string, err error) *TokenError {
 	}
 	return &TokenError{Reason: reason, Description: desc, Err: err}
 }
+
+// IsInvalidTokenReason reports whether reason means a token was presented
+// and is invalid (forged, for another issuer or audience, malformed, of an
+// unknown key). Not: a missing token (every MCP client's first request), an
+// expired one (how clients learn to refresh), or keys unavailable (the
+// server's fault). What an invalid-token alarm should count.
+func IsInvalidTokenReason(reason string) bool {
+	switch reason {
+	case ReasonMissingToken, ReasonExpired, ReasonKeysUnavailable, ReasonGatewayMissing:
+		return false
+	}
+	return reason != ""
+}

@@ -17,10 +17,12 @@ import (
 
 const resource = "https://mcp.example.test/mcp"
 
-// testIssuer is an issuer served on 127.0.0.1 that counts JWKS fetches.
+// testIssuer is an issuer served on 127.0.0.1 that counts JWKS fetches and
+// can be taken down (every request answered 503) to stage an issuer outage.
 type testIssuer struct {
 	*issuer.Issuer
 	jwksFetches *atomic.Int64
+	down        *atomic.Bool
 }
 
 // startIssuer serves a fresh issuer whose URL is its own loopback address.
@@ -31,10 +33,15 @@ func startIssuer(t *testing.T) testIssuer {
 	iss, err := issuer.New("http://" + ln.Addr().String())
 	require.NoError(t, err)
 	fetches := new(atomic.Int64)
+	down := new(atomic.Bool)
 	h := iss.Handler()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == issuer.JWKSPath {
 			fetches.Add(1)
+		}
+		if down.Load() {
+			http.Error(w, "issuer down", http.StatusServiceUnavailable)
+			return
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -42,7 +49,7 @@ func startIssuer(t *testing.T) testIssuer {
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return testIssuer{Issuer: iss, jwksFetches: fetches}
+	return testIssuer{Issuer: iss, jwksFetches: fetches, down: down}
 }
 
 func newVerifier(t *testing.T, iss testIssuer, mutate ...func(*auth.VerifierConfig)) *auth.Verifier {

@@ -39,6 +39,11 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		if rerr == nil && refreshed != nil {
 			key, ok = refreshed.LookupKeyID(kid)
 		}
+		if !ok && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
+			// The issuer could not be asked: the kid may be a rotated-in key
+			// we have not seen, so the token can not be judged (503, not 401).
+			return nil, fmt.Errorf("%w: kid %q not cached: %w", ErrKeysUnavailable, kid, rerr)
+		}
 		if !ok {
 			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %q is not in the JWKS", kid), rerr))
 		}
@@ -104,13 +109,16 @@ func publicKeyFor(key jwk.Key, alg string) (any, error) {
 
 // keyRefresher lets at most one forced refresh run at a time and at most one
 // start per minInterval. Callers arriving while one runs wait for its result
-// instead of starting another.
+// instead of starting another. Inside the interval a caller gets the last
+// refresh's error if it failed (the issuer is still presumed down), else
+// errRefreshRateLimited (the JWKS was current a moment ago).
 type keyRefresher struct {
 	minInterval time.Duration
 
 	mu       sync.Mutex
 	inflight *refreshCall
 	last     time.Time
+	lastErr  error
 }
 
 type refreshCall struct {
@@ -133,7 +141,11 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 		}
 	}
 	if !r.last.IsZero() && time.Since(r.last) < r.minInterval {
+		lastErr := r.lastErr
 		r.mu.Unlock()
+		if lastErr != nil {
+			return nil, lastErr
+		}
 		return nil, errRefreshRateLimited
 	}
 	call := &refreshCall{done: make(chan struct{})}
@@ -145,6 +157,7 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 
 	r.mu.Lock()
 	r.inflight = nil
+	r.lastErr = call.err
 	r.mu.Unlock()
 	close(call.done)
 	return call.set, call.err

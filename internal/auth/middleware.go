@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,9 +29,10 @@ type MiddlewareConfig struct {
 	// Logger records each rejection with its detailed reason (never the
 	// token). Default: discarded.
 	Logger *slog.Logger
-	// OnReject, if set, is called once per rejected request with one of the
-	// Reason* constants, e.g. to count auth rejections.
-	OnReject func(reason string)
+	// OnReject, if set, is called once per rejected request with the
+	// request's context and one of the Reason* constants, e.g. to count auth
+	// rejections.
+	OnReject func(ctx context.Context, reason string)
 }
 
 // Middleware authenticates every request before next sees it. On success the
@@ -176,7 +178,7 @@ func (cfg MiddlewareConfig) reject(w http.ResponseWriter, r *http.Request, err e
 		slog.String("path", r.URL.Path),
 	)
 	if cfg.OnReject != nil {
-		cfg.OnReject(reason)
+		cfg.OnReject(r.Context(), reason)
 	}
 	if status == http.StatusUnauthorized {
 		if metaURL != "" {

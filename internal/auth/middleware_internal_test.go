@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,7 @@ func TestRejectWhenKeysUnavailableIs503WithoutChallenge(t *testing.T) {
 	cfg := MiddlewareConfig{
 		ResourceMetadataURL: "https://x.test/.well-known/oauth-protected-resource",
 		Logger:              slog.New(slog.DiscardHandler),
-		OnReject:            func(r string) { reasons = append(reasons, r) },
+		OnReject:            func(_ context.Context, r string) { reasons = append(reasons, r) },
 	}
 	rr := httptest.NewRecorder()
 	cfg.reject(rr, httptest.NewRequest(http.MethodPost, "/mcp", nil), fmt.Errorf("%w: boom", ErrKeysUnavailable))

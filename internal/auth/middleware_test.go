@@ -1,6 +1,9 @@
 package auth_test
 
 import (
+	"context"
+	"time"
+
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -45,7 +48,7 @@ func runMiddlewareCases(t *testing.T, cfg auth.MiddlewareConfig, tests []middlew
 		t.Run(tc.name, func(t *testing.T) {
 			var reasons []string
 			cfg := cfg
-			cfg.OnReject = func(reason string) { reasons = append(reasons, reason) }
+			cfg.OnReject = func(_ context.Context, reason string) { reasons = append(reasons, reason) }
 			next := &recorder{}
 			h := auth.Middleware(cfg)(next)
 
@@ -176,4 +179,56 @@ func TestMiddlewareUsesGatewayClaimsOnlyWhenTrusted(t *testing.T) {
 
 func TestMiddlewarePanicsWithoutAnyWayToAuthenticate(t *testing.T) {
 	assert.Panics(t, func() { auth.Middleware(auth.MiddlewareConfig{}) })
+}
+
+// During an issuer outage a token whose kid is not cached can not be judged:
+// the key may well exist at the issuer. The middleware answers 503 (retry
+// later, keep the token), never 401 invalid_token, and keeps doing so while
+// forced refreshes are rate limited; tokens with cached keys still pass, and
+// once the issuer is back the new key is picked up.
+func TestMiddlewareAnswers503ForUnknownKidDuringJWKSOutage(t *testing.T) {
+	const unavailableBody = `{"error":"auth_unavailable","message":"authentication is temporarily unavailable"}`
+	serve := func(t *testing.T, h http.Handler, token string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, req)
+		return rr
+	}
+
+	t.Run("refresh fails, then is rate limited", func(t *testing.T) {
+		iss := startIssuer(t)
+		v := newVerifier(t, iss) // default MinRefreshInterval: the second request may not refresh
+		cached := mint(t, iss, goodClaims())
+		require.NoError(t, iss.Rotate())
+		rotated := mint(t, iss, goodClaims())
+		iss.down.Store(true)
+
+		var reasons []string
+		h := auth.Middleware(auth.MiddlewareConfig{Verifier: v, ResourceMetadataURL: metadataURL,
+			OnReject: func(_ context.Context, r string) { reasons = append(reasons, r) }})(&recorder{})
+		for range 2 {
+			rr := serve(t, h, rotated)
+			assert.Equal(t, http.StatusServiceUnavailable, rr.Code)
+			assert.Empty(t, rr.Header().Get("WWW-Authenticate"), "no invalid_token challenge: the token may be fine")
+			assert.Equal(t, "5", rr.Header().Get("Retry-After"))
+			assert.JSONEq(t, unavailableBody, rr.Body.String())
+		}
+		assert.Equal(t, []string{auth.ReasonKeysUnavailable, auth.ReasonKeysUnavailable}, reasons)
+		assert.Equal(t, http.StatusNoContent, serve(t, h, cached).Code, "cached keys keep verifying during the outage")
+	})
+
+	t.Run("issuer back: the rotated key verifies", func(t *testing.T) {
+		iss := startIssuer(t)
+		v := newVerifier(t, iss, func(c *auth.VerifierConfig) { c.MinRefreshInterval = time.Nanosecond })
+		require.NoError(t, iss.Rotate())
+		rotated := mint(t, iss, goodClaims())
+		h := auth.Middleware(auth.MiddlewareConfig{Verifier: v})(&recorder{})
+
+		iss.down.Store(true)
+		assert.Equal(t, http.StatusServiceUnavailable, serve(t, h, rotated).Code)
+		iss.down.Store(false)
+		assert.Equal(t, http.StatusNoContent, serve(t, h, rotated).Code)
+	})
 }

@@ -194,6 +194,29 @@ func (v *Verifier) Close(ctx context.Context) error {
 	return nil
 }
 
+// HasKeyType reports whether the cached JWKS holds a signing key of type kty
+// ("RSA", "EC"), e.g. to check an issuer fits API Gateway's JWT authorizer,
+// which verifies RSA signatures only.
+func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
+	set, err := v.cache.Lookup(ctx, v.cfg.JWKSURL)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	}
+	for i := range set.Len() {
+		key, ok := set.Key(i)
+		if !ok {
+			continue
+		}
+		if use, ok := key.KeyUsage(); ok && use != "sig" {
+			continue
+		}
+		if key.KeyType().String() == kty {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Issuer returns the issuer this verifier enforces.
 func (v *Verifier) Issuer() string { return v.cfg.Issuer }
 
@@ -203,7 +226,8 @@ func (v *Verifier) Audience() string { return v.cfg.Audience }
 // Verify checks rawToken (the bearer value, without "Bearer ") and returns
 // its Subject. Errors: [ErrMissingToken] for an empty token; a *[TokenError]
 // (errors.Is ErrInvalidToken) for any refused token; an error wrapping
-// [ErrKeysUnavailable] when no keys could be obtained at all.
+// [ErrKeysUnavailable] when no keys could be obtained at all, or the token's
+// kid is not cached and the issuer could not be asked for it (an outage).
 func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error) {
 	if rawToken == "" {
 		return Subject{}, ErrMissingToken

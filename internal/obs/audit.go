@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/aws/aws-xray-sdk-go/xray"
 )
 
 // Audit record kinds.
@@ -91,6 +93,13 @@ type Auditor struct {
 
 // NewAuditor writes one JSON object per line to w (os.Stdout under Lambda).
 // Each line carries slog's time, level and msg (AuditMessage) followed by
+// NewAuditorFromHandler writes audit records through h, e.g. a JSON handler
+// wrapped by [JoinKeys] so records carry the invocation's join keys. h must
+// be enabled at Info: audit records are never filtered by a log level.
+func NewAuditorFromHandler(h slog.Handler) *Auditor {
+	return &Auditor{logger: slog.New(h)}
+}
+
 // the record's non-empty fields. A nil w discards.
 func NewAuditor(w io.Writer) *Auditor {
 	if w == nil {
@@ -158,6 +167,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	ms(keyDuration, r.Duration)
 
 	a.logger.LogAttrs(ctx, slog.LevelInfo, AuditMessage, attrs...)
+	annotate(ctx, r)
 }
 
 // hashIDPrefix marks values produced by HashID.
@@ -188,4 +198,20 @@ func isHashID(s string) bool {
 		}
 	}
 	return true
+}
+
+// annotate puts the record's tool, state, outcome and code on the current
+// X-Ray (sub)segment as annotations, so traces can be filtered by them.
+// Untraced contexts (no segment; a Lambda facade can not be annotated) are
+// left alone.
+func annotate(ctx context.Context, r AuditRecord) {
+	seg := xray.GetSegment(ctx)
+	if seg == nil || seg.Facade {
+		return
+	}
+	for k, v := range map[string]string{"tool": r.Tool, "state": r.Status, "outcome": r.Outcome, "code": r.Code} {
+		if v != "" {
+			_ = seg.AddAnnotation(k, v) // only fails on an invalid key
+		}
+	}
 }

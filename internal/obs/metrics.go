@@ -59,6 +59,13 @@ const (
 	MetricClaimConflicts       = "claim_conflicts"
 	MetricStreamRecordFailures = "stream_record_failures"
 	MetricUnknownOldestAge     = "unknown_oldest_age_seconds"
+	MetricRetryableOldestAge   = "retryable_oldest_age_seconds"
+	// MetricInvalidTokens counts refused tokens that were presented and
+	// invalid; missing and expired tokens are normal MCP client behaviour
+	// and only in MetricAuthRejections.
+	MetricInvalidTokens = "auth_invalid_tokens"
+	// MetricColdStarts counts the first invocation of each function process.
+	MetricColdStarts = "cold_starts"
 )
 
 // Dimension names used by the helpers. Values must come from small, fixed
@@ -70,6 +77,7 @@ const (
 	DimReason   = "reason"
 	DimProvider = "provider"
 	DimResult   = "result"
+	DimFunction = "function"
 	// DimStage is the base dimension internal/app sets on every metric
 	// (INTENTGATE_STAGE); the alarms in template.yaml select on it alone.
 	DimStage = "Stage"
@@ -165,12 +173,24 @@ func (ms *Metrics) Emit(ctx context.Context, m Metric) error {
 	if err != nil {
 		return err
 	}
-	ms.out.mu.Lock()
-	defer ms.out.mu.Unlock()
-	if _, err := ms.out.w.Write(line); err != nil {
+	if b := batchFrom(ctx, ms); b != nil && b.add(ms, m) {
+		return nil
+	}
+	if err := ms.write(line); err != nil {
 		return fmt.Errorf("obs: write metric %q: %w", m.Name, err)
 	}
 	return nil
+}
+
+// write writes one EMF line (newline added when missing) under the lock.
+func (ms *Metrics) write(line []byte) error {
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	ms.out.mu.Lock()
+	defer ms.out.mu.Unlock()
+	_, err := ms.out.w.Write(line)
+	return err
 }
 
 func (ms *Metrics) encode(m Metric) ([]byte, error) {
@@ -322,4 +342,21 @@ func (ms *Metrics) StreamRecordFailure(ctx context.Context) error {
 // watches its maximum.
 func (ms *Metrics) UnknownOldestAge(ctx context.Context, d time.Duration) error {
 	return ms.Emit(ctx, Metric{Name: MetricUnknownOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
+}
+
+// RetryableOldestAge records the age of the oldest RETRYABLE operation a
+// sweep examined (0 when it saw none), in seconds, for the RETRYABLE-too-old
+// alarm.
+func (ms *Metrics) RetryableOldestAge(ctx context.Context, d time.Duration) error {
+	return ms.Emit(ctx, Metric{Name: MetricRetryableOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
+}
+
+// InvalidToken counts a presented token refused as invalid, by reason.
+func (ms *Metrics) InvalidToken(ctx context.Context, reason string) error {
+	return ms.count(ctx, MetricInvalidTokens, map[string]string{DimReason: reason})
+}
+
+// ColdStart counts the first invocation of a function process.
+func (ms *Metrics) ColdStart(ctx context.Context, function string) error {
+	return ms.count(ctx, MetricColdStarts, map[string]string{DimFunction: function})
 }

@@ -66,8 +66,16 @@ func assertEMFConforms(t *testing.T, line []byte) (emfDoc, map[string]any) {
 		for _, def := range d.Metrics {
 			name, ok := def["Name"].(string)
 			require.True(t, ok, "metric definition needs a Name")
+			// A number, or an array of at most 100 numbers (EMF values).
 			_, isNum := root[name].(float64)
-			assert.True(t, isNum, "metric %q must be a root numeric member", name)
+			if arr, isArr := root[name].([]any); isArr && len(arr) <= 100 {
+				isNum = true
+				for _, v := range arr {
+					_, n := v.(float64)
+					isNum = isNum && n
+				}
+			}
+			assert.True(t, isNum, "metric %q must be a root numeric member or array of numbers", name)
 			for k := range def {
 				assert.Contains(t, []string{"Name", "Unit", "StorageResolution"}, k)
 			}

@@ -31,6 +31,8 @@ type SweepReport struct {
 	// UNKNOWN operations not yet due for their next probe (backoff) or
 	// beyond MaxPerInvocation are not seen.
 	OldestUnknownAge time.Duration
+	// OldestRetryableAge is the same over the RETRYABLE operations examined.
+	OldestRetryableAge time.Duration
 }
 
 // Sweep pages through the due index (never a table scan) and reconciles
@@ -63,6 +65,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			rep.Examined++
 			if op.State == operation.StateUnknown {
 				rep.OldestUnknownAge = max(rep.OldestUnknownAge, now.Sub(op.CreatedAt))
+			}
+			if op.State == operation.StateRetryable {
+				rep.OldestRetryableAge = max(rep.OldestRetryableAge, now.Sub(op.CreatedAt))
 			}
 			res, err := s.Reconcile(ctx, op)
 			if err != nil {

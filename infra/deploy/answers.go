@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	stackName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,127}$`)
+	regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
+)
+
+// parameter is one template parameter's constraints.
+type parameter struct {
+	Default        *string  `yaml:"Default"`
+	AllowedPattern string   `yaml:"AllowedPattern"`
+	AllowedValues  []string `yaml:"AllowedValues"`
+	Description    string   `yaml:"Description"`
+}
+
+// loadParameters reads the template's Parameters (its own rules are the
+// answers' rules: one source of truth).
+func loadParameters(path string) (map[string]parameter, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read template: %w", err)
+	}
+	var doc struct {
+		Parameters map[string]parameter `yaml:"Parameters"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	if len(doc.Parameters) == 0 {
+		return nil, fmt.Errorf("%s declares no parameters", path)
+	}
+	return doc.Parameters, nil
+}
+
+// validate checks v as CloudFormation would.
+func (p parameter) validate(name, v string) error {
+	if p.AllowedPattern != "" {
+		re, err := regexp.Compile(p.AllowedPattern)
+		if err != nil {
+			return fmt.Errorf("%s: template pattern: %w", name, err)
+		}
+		if !re.MatchString(v) {
+			return fmt.Errorf("%s=%q does not match %s", name, v, p.AllowedPattern)
+		}
+	}
+	if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
+		return fmt.Errorf("%s=%q: one of %s", name, v, strings.Join(p.AllowedValues, ", "))
+	}
+	return nil
+}
+
+// question is one answer the guided deploy asks for.
+type question struct {
+	param, prompt string
+	required      bool
+}
+
+// questions: what the template cannot default, then what a deployer
+// usually sets. ResourceUrl may stay empty (the first deploy finds it).
+var questions = []question{
+	{"Stage", "Environment name", false},
+	{"TokenIssuer", "Token issuer (the tokens' iss claim, https://...)", true},
+	{"JwksUrl", "JWKS URL of that issuer (https://...)", true},
+	{"ResourceUrl", "MCP endpoint URL if you have a custom domain (empty: use the API's URL, found by a first deploy)", false},
+	{"RiskApiUrl", "Risk API base URL (https://...)", true},
+	{"ReleaseApiUrl", "Release API base URL (https://...)", true},
+	{"RiskApiKeyParameterName", "SSM SecureString name holding the Risk API key", false},
+	{"ReleaseApiKeyParameterName", "SSM SecureString name holding the Release API key", false},
+	{"DownstreamApiKeyKmsKeyArn", "KMS key ARN of those SecureStrings (empty: aws/ssm)", false},
+	{"DeployGrants", "Deploy grants (team=svc,svc;team2=svc)", false},
+	{"AlarmTopicArn", "SNS topic ARN for alarms (empty: none)", false},
+	{"GatewayJwtAuthorizer", "Let API Gateway verify tokens (true/false; true needs an RSA-signing issuer)", false},
+}
+
+// ask fills answers: every missing required one, and in guided mode every
+// question (the current answer or the template default is the default).
+func ask(p prompter, params map[string]parameter, answers map[string]string, guided bool) error {
+	qs := slices.Clone(questions)
+	if answers["GatewayJwtAuthorizer"] == "true" || guided {
+		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (normally the endpoint URL)", false},
+			question{"GatewayRequiredScope", "OAuth scope the JWT authorizer requires on /mcp", false})
+	}
+	for _, q := range qs {
+		par, ok := params[q.param]
+		if !ok {
+			return fmt.Errorf("template.yaml has no parameter %s", q.param)
+		}
+		current, have := answers[q.param]
+		if have && !guided {
+			if err := par.validate(q.param, current); err != nil {
+				return fmt.Errorf("remembered answer: %w (run make deploy ARGS=-guided)", err)
+			}
+			continue
+		}
+		def := current
+		if !have && par.Default != nil {
+			def = *par.Default
+		}
+		if !guided && !q.required {
+			if def != "" || par.Default != nil {
+				answers[q.param] = def
+				continue
+			}
+		}
+		for {
+			v, err := p.ask(q.prompt, def)
+			if err != nil {
+				return fmt.Errorf("%s: %w", q.param, err)
+			}
+			if v == "" && q.required {
+				if !p.interactive {
+					return fmt.Errorf("%s is required: run make deploy once interactively, or put it in the answers file", q.param)
+				}
+				fmt.Fprintln(p.out, "  required")
+				continue
+			}
+			if v != "" {
+				if err := par.validate(q.param, v); err != nil {
+					if !p.interactive {
+						return err
+					}
+					fmt.Fprintln(p.out, " ", err)
+					continue
+				}
+			}
+			answers[q.param] = v
+			break
+		}
+	}
+	if answers["GatewayJwtAuthorizer"] == "true" && (answers["JwtAudience"] == "" || answers["GatewayRequiredScope"] == "") {
+		return errors.New("GatewayJwtAuthorizer=true needs JwtAudience and GatewayRequiredScope (run with -guided)")
+	}
+	return nil
+}
+
+// prompter asks one question on in/out; not interactive (-yes) it answers
+// every question with its default.
+type prompter struct {
+	in          *bufio.Reader
+	out         io.Writer
+	interactive bool
+}
+
+func (p prompter) ask(prompt, def string) (string, error) {
+	if !p.interactive {
+		return def, nil
+	}
+	fmt.Fprintf(p.out, "%s [%s]: ", prompt, def)
+	line, err := p.in.ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", fmt.Errorf("no answer on stdin: %w", err)
+	}
+	if v := strings.TrimSpace(line); v != "" {
+		return v, nil
+	}
+	return def, nil
+}
+
+func (p prompter) confirm(prompt string) (bool, error) {
+	if !p.interactive {
+		return false, nil
+	}
+	v, err := p.ask(prompt+" (yes/no)", "no")
+	return v == "yes" || v == "y", err
+}
+
+func loadAnswers(path string) (map[string]string, error) {
+	answers := map[string]string{}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return answers, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read answers: %w", err)
+	}
+	if err := json.Unmarshal(raw, &answers); err != nil {
+		return nil, fmt.Errorf("answers file %s: %w", path, err)
+	}
+	return answers, nil
+}
+
+func saveAnswers(path string, answers map[string]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("save answers: %w", err)
+	}
+	raw, err := json.MarshalIndent(answers, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save answers: %w", err)
+	}
+	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
+		return fmt.Errorf("save answers: %w", err)
+	}
+	return nil
+}
+
+// parameterOverrides renders answers for sam deploy, sorted so the command
+// line is stable. Empty answers are left out: every parameter that may be
+// empty defaults to empty.
+func parameterOverrides(answers map[string]string) []string {
+	keys := make([]string, 0, len(answers))
+	for k, v := range answers {
+		if v != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+answers[k])
+	}
+	return out
+}
+
+func deployCommand(sam string, o options, answers map[string]string) []string {
+	cmd := []string{sam, "deploy", "--stack-name", o.stack, "--region", o.region,
+		"--capabilities", "CAPABILITY_IAM", "--resolve-s3", "--s3-prefix", o.stack,
+		"--no-fail-on-empty-changeset", "--tags", "app=intentgate stage=" + answers["Stage"]}
+	if o.yes {
+		cmd = append(cmd, "--no-confirm-changeset")
+	} else {
+		cmd = append(cmd, "--confirm-changeset")
+	}
+	return append(append(cmd, "--parameter-overrides"), parameterOverrides(answers)...)
+}

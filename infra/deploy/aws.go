@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// runner runs external commands (sam, the venv's python); tests replace it.
+type runner interface {
+	run(ctx context.Context, out io.Writer, cmd ...string) error
+	output(ctx context.Context, cmd ...string) ([]byte, error)
+}
+
+type execRunner struct{}
+
+func (execRunner) run(ctx context.Context, out io.Writer, cmd ...string) error {
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, out, os.Stderr
+	c.Env = append(os.Environ(), "SAM_CLI_TELEMETRY=0")
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(cmd[:2], " "), err)
+	}
+	return nil
+}
+
+func (execRunner) output(ctx context.Context, cmd ...string) ([]byte, error) {
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Stderr = os.Stderr
+	b, err := c.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(cmd[:2], " "), err)
+	}
+	return b, nil
+}
+
+// accountFacts are what the concurrency check needs.
+type accountFacts struct {
+	Limit      int `json:"limit"`      // AccountLimit.ConcurrentExecutions
+	Unreserved int `json:"unreserved"` // AccountLimit.UnreservedConcurrentExecutions
+	// OursReserved: what this stack's functions reserve today (already
+	// subtracted from Unreserved), so a redeploy is not counted twice.
+	OursReserved int `json:"ours_reserved"`
+}
+
+// lambdaUnreservedMinimum is what Lambda keeps unreserved in every account.
+const lambdaUnreservedMinimum = 100
+
+const accountScript = `
+import boto3, json, sys
+stack, region = sys.argv[1], sys.argv[2]
+lam = boto3.client("lambda", region_name=region)
+limit = lam.get_account_settings()["AccountLimit"]
+ours = 0
+for fn in (stack + "-mcp", stack + "-reconciler"):
+    try:
+        ours += lam.get_function_concurrency(FunctionName=fn).get("ReservedConcurrentExecutions", 0)
+    except lam.exceptions.ResourceNotFoundException:
+        pass
+print(json.dumps({"limit": limit["ConcurrentExecutions"], "unreserved": limit["UnreservedConcurrentExecutions"], "ours_reserved": ours}))
+`
+
+func accountConcurrency(ctx context.Context, r runner, python string, o options) (accountFacts, error) {
+	raw, err := r.output(ctx, python, "-c", accountScript, o.stack, o.region)
+	if err != nil {
+		return accountFacts{}, fmt.Errorf("read the account's Lambda concurrency (credentials for %s?): %w", o.region, err)
+	}
+	var f accountFacts
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &f); err != nil {
+		return accountFacts{}, fmt.Errorf("account concurrency answer %q: %w", raw, err)
+	}
+	return f, nil
+}
+
+// fitConcurrency checks the reservations leave Lambda its 100 unreserved
+// executions; if not, it offers (interactive) to deploy without
+// reservations, else refuses with the numbers.
+func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error {
+	want := 0
+	for _, k := range []string{"McpReservedConcurrency", "ReconcilerReservedConcurrency"} {
+		v := answers[k]
+		if v == "" {
+			v = map[string]string{"McpReservedConcurrency": "10", "ReconcilerReservedConcurrency": "2"}[k]
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: want a non-negative integer", k, v)
+		}
+		answers[k] = strconv.Itoa(n)
+		want += n
+	}
+	left := f.Unreserved + f.OursReserved - want
+	if left >= lambdaUnreservedMinimum {
+		return nil
+	}
+	msg := fmt.Sprintf("the account's Lambda concurrency limit is %d (%d unreserved now); reserving %d would leave %d, but Lambda keeps %d unreserved",
+		f.Limit, f.Unreserved, want, left, lambdaUnreservedMinimum)
+	ok, err := p.confirm(msg + ". Deploy without reserved concurrency (route throttling remains the only cap; ask AWS for a higher limit later)?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: request a limit increase (Service Quotas, Lambda concurrent executions) or set McpReservedConcurrency=0 and ReconcilerReservedConcurrency=0 in the answers file", msg)
+	}
+	answers["McpReservedConcurrency"], answers["ReconcilerReservedConcurrency"] = "0", "0"
+	return nil
+}
+
+const outputScript = `
+import boto3, sys
+stack, region, key = sys.argv[1], sys.argv[2], sys.argv[3]
+outs = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+print(next(o["OutputValue"] for o in outs if o["OutputKey"] == key))
+`
+
+func stackOutput(ctx context.Context, r runner, python string, o options, key string) (string, error) {
+	raw, err := r.output(ctx, python, "-c", outputScript, o.stack, o.region, key)
+	if err != nil {
+		return "", fmt.Errorf("read stack output %s: %w", key, err)
+	}
+	v := strings.TrimSpace(string(raw))
+	if !strings.HasPrefix(v, "https://") {
+		return "", fmt.Errorf("stack output %s = %q is not an https URL", key, v)
+	}
+	return v, nil
+}

@@ -1,0 +1,159 @@
+// Command deploy is `make deploy` and `make destroy`: a one-command SAM
+// deployment of template.yaml to a real AWS account.
+//
+//	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes]
+//	go run ./infra/deploy -destroy [-stack ...] [-yes]
+//
+// The first run (or -guided) asks for what the template cannot default:
+// the token issuer and its JWKS URL, the providers' URLs, the SSM names of
+// their API keys, and remembers the answers in .deploy/<stack>.json (git
+// ignores it), so later runs ask nothing. Every answer is checked against
+// the template parameter's own AllowedPattern before anything is deployed.
+// Before deploying it checks the account's Lambda concurrency: reserved
+// concurrency must leave Lambda its 100 unreserved executions. Without a
+// ResourceUrl (no custom domain yet) it deploys once with a placeholder,
+// reads the McpEndpointUrl output and deploys again with it.
+//
+// AWS is reached only through the tools virtualenv (sam, and boto3 for the
+// account checks); credentials come from the usual AWS environment.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, execRunner{}); err != nil {
+		fmt.Fprintln(os.Stderr, "deploy:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line.
+type options struct {
+	stack, region, venv, template, stateDir string
+	guided, yes, destroy                    bool
+}
+
+func parseArgs(args []string) (options, error) {
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o options
+	fs.StringVar(&o.stack, "stack", "intentgate-dev", "CloudFormation stack name")
+	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "AWS region")
+	fs.StringVar(&o.venv, "venv", ".venv-tools", "virtualenv holding sam and boto3")
+	fs.StringVar(&o.template, "template", "template.yaml", "SAM template")
+	fs.StringVar(&o.stateDir, "state", ".deploy", "where answers are remembered")
+	fs.BoolVar(&o.guided, "guided", false, "ask every question again (answers so far are the defaults)")
+	fs.BoolVar(&o.yes, "yes", false, "no confirmation prompts (CI); fails instead of asking")
+	fs.BoolVar(&o.destroy, "destroy", false, "delete the stack (the operations table is retained)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -venv, -template, -state)", err)
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if !stackName.MatchString(o.stack) {
+		return options{}, fmt.Errorf("-stack %q: 1-128 letters, digits and hyphens, starting with a letter", o.stack)
+	}
+	if !regionName.MatchString(o.region) {
+		return options{}, fmt.Errorf("-region %q is not an AWS region name", o.region)
+	}
+	if o.guided && o.yes {
+		return options{}, fmt.Errorf("-guided asks questions; -yes forbids them")
+	}
+	return o, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runner) error {
+	o, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	sam := filepath.Join(o.venv, "bin", "sam")
+	if o.destroy {
+		cmd := []string{sam, "delete", "--stack-name", o.stack, "--region", o.region}
+		if o.yes {
+			cmd = append(cmd, "--no-prompts")
+		}
+		fmt.Fprintf(out, "Deleting stack %s in %s. The operations table is retained (DeletionPolicy); delete it yourself when its records may go.\n", o.stack, o.region)
+		return r.run(ctx, out, cmd...)
+	}
+	tpl, err := loadParameters(o.template)
+	if err != nil {
+		return err
+	}
+	state := filepath.Join(o.stateDir, o.stack+".json")
+	answers, err := loadAnswers(state)
+	if err != nil {
+		return err
+	}
+	// The first run is guided: every question, defaults shown.
+	guided := o.guided || (len(answers) == 0 && !o.yes)
+	p := prompter{in: bufio.NewReader(in), out: out, interactive: !o.yes}
+	if err := ask(p, tpl, answers, guided); err != nil {
+		return err
+	}
+	if err := saveAnswers(state, answers); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Answers saved in %s.\n", state)
+
+	python := filepath.Join(o.venv, "bin", "python")
+	account, err := accountConcurrency(ctx, r, python, o)
+	if err != nil {
+		return err
+	}
+	if err := fitConcurrency(p, answers, account); err != nil {
+		return err
+	}
+	if err := saveAnswers(state, answers); err != nil {
+		return err
+	}
+	if err := r.run(ctx, out, sam, "build", "--template-file", o.template); err != nil {
+		return fmt.Errorf("sam build: %w", err)
+	}
+	placeholder := answers["ResourceUrl"] == ""
+	if placeholder {
+		answers["ResourceUrl"] = placeholderResourceURL
+	}
+	if err := r.run(ctx, out, deployCommand(sam, o, answers)...); err != nil {
+		return fmt.Errorf("sam deploy: %w", err)
+	}
+	if !placeholder {
+		return nil
+	}
+	endpoint, err := stackOutput(ctx, r, python, o, "McpEndpointUrl")
+	if err != nil {
+		return err
+	}
+	answers["ResourceUrl"] = endpoint
+	if err := saveAnswers(state, answers); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience).\n", endpoint)
+	if err := r.run(ctx, out, deployCommand(sam, o, answers)...); err != nil {
+		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
+	}
+	return nil
+}
+
+// placeholderResourceURL stands in for ResourceUrl until the first deploy
+// reveals the API's URL; no token is ever minted for it.
+const placeholderResourceURL = "https://resource-url.pending.invalid/mcp"

@@ -1,0 +1,304 @@
+package app
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// parameterAccepts reports whether CloudFormation would accept v for the
+// parameter (AllowedPattern, AllowedValues).
+func (tpl samTemplate) parameterAccepts(t *testing.T, name, v string) bool {
+	t.Helper()
+	p := tpl.root.get("Parameters", name)
+	require.NotNil(t, p, "no parameter %s", name)
+	if pattern := p.get("AllowedPattern"); pattern != nil && !regexp.MustCompile(pattern.Value).MatchString(v) {
+		return false
+	}
+	if allowed := p.get("AllowedValues"); allowed != nil {
+		for _, a := range allowed.Content {
+			if a.Value == v {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func TestTemplateURLParametersRequireHTTPS(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, name := range []string{"ResourceUrl", "TokenIssuer", "JwksUrl", "RiskApiUrl", "ReleaseApiUrl"} {
+		t.Run(name, func(t *testing.T) {
+			assert.True(t, tpl.parameterAccepts(t, name, "https://api.example.com/v1"))
+			assert.False(t, tpl.parameterAccepts(t, name, "http://api.example.com/v1"), "plain http to a real host")
+			assert.False(t, tpl.parameterAccepts(t, name, "http://localhost.attacker.example/x"), "a loopback-looking host name")
+			assert.False(t, tpl.parameterAccepts(t, name, "ftp://api.example.com"))
+			assert.False(t, tpl.parameterAccepts(t, name, "https://"))
+			// LocalStack: functions reach the host's simulators over http.
+			assert.True(t, tpl.parameterAccepts(t, name, "http://host.docker.internal:8081"))
+			assert.True(t, tpl.parameterAccepts(t, name, "http://localhost:4566/mcp"))
+		})
+	}
+}
+
+func TestTemplateKMSKeyMustBeAFullKeyARN(t *testing.T) {
+	tpl := loadTemplate(t)
+	for v, want := range map[string]bool{
+		"": true,
+		"arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab":            true,
+		"arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd12ab34cd56ef1234567890ab":            true,
+		"arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab": true,
+		"1234abcd-12ab-34cd-56ef-1234567890ab":                                                   false, // a key id breaks the IAM policy
+		"arn:aws:kms:eu-west-1:123456789012:alias/intentgate":                                    false, // an alias ARN never matches kms:Decrypt
+		"alias/intentgate": false,
+		"arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef": false,
+	} {
+		assert.Equal(t, want, tpl.parameterAccepts(t, "DownstreamApiKeyKmsKeyArn", v), "%q", v)
+	}
+}
+
+// TestTemplateRequestBudgetFitsEveryFunctionTimeout: each function is told
+// its own timeout, and the largest DownstreamTimeout the template accepts
+// still starts; the start-up check refuses one that could not fit.
+func TestTemplateRequestBudgetFitsEveryFunctionTimeout(t *testing.T) {
+	tpl := loadTemplate(t)
+	assert.True(t, tpl.parameterAccepts(t, "DownstreamTimeout", "20s"))
+	assert.True(t, tpl.parameterAccepts(t, "DownstreamTimeout", "750ms"))
+	for _, tooLong := range []string{"21s", "29s", "60s", "10000ms", "0s", "1m", "5"} {
+		assert.False(t, tpl.parameterAccepts(t, "DownstreamTimeout", tooLong), tooLong)
+	}
+	values := maps.Clone(templateSamples)
+	values["DownstreamTimeout"] = "20s"
+	ev := tpl.evaluator(t, values)
+	for _, fn := range tpl.functions(t) {
+		r := tpl.resource(t, fn.id)
+		timeout := r.get("Properties", "Timeout")
+		require.NotNil(t, timeout, "%s has no Timeout", fn.id)
+		v, _, err := ev.eval(fn.env["INTENTGATE_INVOCATION_TIMEOUT"])
+		require.NoError(t, err)
+		assert.Equal(t, timeout.Value+"s", v, "%s: INTENTGATE_INVOCATION_TIMEOUT must be its Timeout", fn.id)
+
+		env := map[string]string{"AWS_LAMBDA_FUNCTION_NAME": fn.id}
+		for name, node := range fn.env {
+			if v, ok, err := ev.eval(node); err == nil && ok {
+				env[name] = v.(string)
+			}
+		}
+		_, err = FromEnv(mapLookup(env))
+		assert.NoError(t, err, "%s with the largest DownstreamTimeout", fn.id)
+		env["INTENTGATE_DOWNSTREAM_TIMEOUT"] = timeout.Value + "s"
+		_, err = FromEnv(mapLookup(env))
+		assert.ErrorContains(t, err, "INTENTGATE_INVOCATION_TIMEOUT", "%s: a budget longer than the function timeout", fn.id)
+	}
+}
+
+func TestTemplateZeroReservedConcurrencyMeansNoReservation(t *testing.T) {
+	tpl := loadTemplate(t)
+	for fn, param := range map[string]string{"McpFunction": "McpReservedConcurrency", "ReconcilerFunction": "ReconcilerReservedConcurrency"} {
+		node := tpl.resource(t, fn).get("Properties", "ReservedConcurrentExecutions")
+		values := maps.Clone(templateSamples)
+		values[param] = "0"
+		_, present, err := tpl.evaluator(t, values).eval(node)
+		require.NoError(t, err)
+		assert.False(t, present, "%s=0 must drop the reservation", param)
+		values[param] = "7"
+		v, present, err := tpl.evaluator(t, values).eval(node)
+		require.NoError(t, err)
+		assert.True(t, present)
+		assert.Equal(t, "7", v)
+	}
+}
+
+func TestTemplateFirstCreateOfTheTableCanBeRetried(t *testing.T) {
+	table := loadTemplate(t).resource(t, "OperationsTable")
+	assert.Equal(t, "RetainExceptOnCreate", table.get("DeletionPolicy").Value)
+	assert.Equal(t, "Retain", table.get("UpdateReplacePolicy").Value)
+}
+
+func TestTemplateAccessLogsUseTheVendedLogsPrefix(t *testing.T) {
+	tpl := loadTemplate(t)
+	v, _, err := tpl.evaluator(t, templateSamples).eval(tpl.resource(t, "ApiAccessLogGroup").get("Properties", "LogGroupName"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(v.(string), "/aws/vendedlogs/"), v)
+}
+
+func TestTemplateSweepIsNeitherRetriedNorQueued(t *testing.T) {
+	fn := loadTemplate(t).resource(t, "ReconcilerFunction").get("Properties")
+	assert.Equal(t, "0", fn.get("EventInvokeConfig", "MaximumRetryAttempts").Value)
+	age := fn.get("EventInvokeConfig", "MaximumEventAgeInSeconds")
+	require.NotNil(t, age)
+	assert.LessOrEqual(t, len(age.Value), 3, "a short maximum event age, got %s s", age.Value)
+	assert.Equal(t, "0", fn.get("Events", "Sweep", "Properties", "RetryPolicy", "MaximumRetryAttempts").Value)
+}
+
+func TestTemplateGatewayModeRequiresAScope(t *testing.T) {
+	tpl := loadTemplate(t)
+	values := maps.Clone(templateSamples)
+	maps.Copy(values, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp"})
+	ev := tpl.evaluator(t, values)
+	var refused bool
+	for _, r := range tpl.root.get("Rules").entries() {
+		applies, err := ev.truth(r[1].get("RuleCondition"))
+		require.NoError(t, err)
+		for _, a := range r[1].get("Assertions").Content {
+			ok, err := ev.truth((*yamlNode)(a).get("Assert"))
+			require.NoError(t, err)
+			refused = refused || (applies && !ok)
+		}
+	}
+	assert.True(t, refused, "GatewayJwtAuthorizer=true without GatewayRequiredScope must be refused")
+}
+
+// TestTemplateDeploysThroughACanaryRolledBackByAlarms: every function
+// publishes to an alias under a DeploymentPreference whose alarms exist.
+func TestTemplateDeploysThroughACanaryRolledBackByAlarms(t *testing.T) {
+	tpl := loadTemplate(t)
+	assert.Equal(t, "live", tpl.root.get("Globals", "Function", "AutoPublishAlias").Value)
+	assert.Equal(t, "JSON", tpl.root.get("Globals", "Function", "LoggingConfig", "LogFormat").Value)
+	for _, mode := range []string{"false", "true"} {
+		values := maps.Clone(templateSamples)
+		if mode == "true" {
+			maps.Copy(values, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "s"})
+		}
+		ev := tpl.evaluator(t, values)
+		for _, fn := range tpl.functions(t) {
+			pref := tpl.resource(t, fn.id).get("Properties", "DeploymentPreference")
+			require.NotNil(t, pref, "%s has no DeploymentPreference", fn.id)
+			alarms, _, err := ev.eval(pref.get("Alarms"))
+			require.NoError(t, err)
+			require.NotEmpty(t, alarms, fn.id)
+			for _, a := range alarms.([]any) {
+				id := strings.TrimPrefix(strings.TrimSuffix(a.(string), "-PLACEHOLDER"), "intentgate-test-")
+				alarm := tpl.resource(t, id)
+				assert.Equal(t, "AWS::CloudWatch::Alarm", alarm.get("Type").Value)
+				if c := alarm.get("Condition"); c != nil {
+					on, err := ev.condition(c.Value)
+					require.NoError(t, err)
+					assert.True(t, on, "%s: rollback alarm %s does not exist with GatewayJwtAuthorizer=%s", fn.id, id, mode)
+				}
+			}
+		}
+	}
+}
+
+// TestTemplateRolesGrantOnlyWhatTheStoreCalls compares the DynamoDB actions
+// of both roles with the calls internal/store makes: nothing the code does
+// not call (no Query on the table, no ConditionCheckItem, no Scan), DeleteItem
+// only on business-key items, and every call covered.
+func TestTemplateRolesGrantOnlyWhatTheStoreCalls(t *testing.T) {
+	tpl := loadTemplate(t)
+	used := storeDynamoDBActions(t)
+	granted := map[string]bool{}
+	for _, role := range []string{"McpFunctionRole", "ReconcilerFunctionRole"} {
+		for _, st := range tableStatements(t, tpl, role) {
+			for _, action := range st.actions {
+				granted[action] = true
+				switch action {
+				case "dynamodb:Query":
+					assert.True(t, strings.HasSuffix(st.resource, "/index/due"), "%s: Query only on the due index, got %s", role, st.resource)
+					assert.Equal(t, "ReconcilerFunctionRole", role, "the MCP function never queries")
+				case "dynamodb:DeleteItem":
+					assert.Equal(t, `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["bk#*"]}}`, st.condition, "%s: DeleteItem only on business-key items", role)
+				case "dynamodb:ConditionCheckItem", "dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem":
+					assert.Contains(t, used, action, "%s grants %s, which internal/store never calls", role, action)
+				}
+			}
+		}
+	}
+	for _, action := range used {
+		assert.True(t, granted[action], "internal/store calls %s, which no role grants", action)
+	}
+}
+
+type iamStatement struct {
+	actions             []string
+	resource, condition string
+}
+
+func tableStatements(t *testing.T, tpl samTemplate, role string) []iamStatement {
+	t.Helper()
+	ev := tpl.evaluator(t, templateSamples)
+	var out []iamStatement
+	for _, pol := range tpl.resource(t, role).get("Properties", "Policies").Content {
+		doc, _, err := ev.eval((*yamlNode)(pol).get("PolicyDocument"))
+		require.NoError(t, err)
+		for _, raw := range doc.(map[string]any)["Statement"].([]any) {
+			st := raw.(map[string]any)
+			var actions []string
+			switch a := st["Action"].(type) {
+			case string:
+				actions = []string{a}
+			case []any:
+				for _, x := range a {
+					actions = append(actions, x.(string))
+				}
+			}
+			resource, _ := st["Resource"].(string)
+			if !slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) ||
+				!strings.Contains(resource, "OperationsTable/Arn") {
+				continue
+			}
+			cond := ""
+			if c, ok := st["Condition"]; ok {
+				cond = compactJSON(t, c)
+			}
+			out = append(out, iamStatement{actions: actions, resource: resource, condition: cond})
+		}
+	}
+	require.NotEmpty(t, out, "%s has no statement on the operations table", role)
+	return out
+}
+
+// storeDynamoDBActions reads the IAM actions internal/store's calls need:
+// direct client calls, and the item kinds inside transactions.
+func storeDynamoDBActions(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../store/*.go")
+	require.NoError(t, err)
+	direct := regexp.MustCompile(`s\.db\.([A-Za-z]+)\(`)
+	inTx := regexp.MustCompile(`types\.(Put|Update|Delete|ConditionCheck)\{`)
+	txAction := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+	setup := map[string]bool{"CreateTable": true, "DescribeTable": true, "DeleteTable": true, "DescribeTimeToLive": true, "UpdateTimeToLive": true}
+	var out []string
+	add := func(a string) {
+		if !slices.Contains(out, "dynamodb:"+a) {
+			out = append(out, "dynamodb:"+a)
+		}
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "schema.go") {
+			continue // schema.go: local table setup, never run by the functions
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range direct.FindAllStringSubmatch(string(src), -1) {
+			switch {
+			case setup[m[1]]:
+			case m[1] == "TransactWriteItems", m[1] == "TransactGetItems":
+			default:
+				add(m[1])
+			}
+		}
+		for _, m := range inTx.FindAllStringSubmatch(string(src), -1) {
+			add(txAction[m[1]])
+		}
+	}
+	require.Contains(t, out, "dynamodb:GetItem", "the scan of internal/store found nothing: has the client field been renamed?")
+	return out
+}
+
+func compactJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,0 +1,162 @@
+//go:build linux
+
+package rie
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/enginetest"
+)
+
+// TestColdStartSideBySide is `make bench-coldstart`: the MCP function and a
+// bare go-sdk MCP Lambda (infra/bench/baremcp) under the same emulator, in
+// alternating rounds so both see the same machine load, each answering a
+// tools/list. Per round a fresh emulator: the first invoke is a cold start.
+// It prints figures side by side with the ratios; it asserts nothing about
+// them (a timed assertion would fail on a loaded machine, not on a slow
+// server). Skipped unless INTENTGATE_BENCH_COLDSTART=1.
+func TestColdStartSideBySide(t *testing.T) {
+	if os.Getenv("INTENTGATE_BENCH_COLDSTART") != "1" {
+		t.Skip("a benchmark: run make bench-coldstart")
+	}
+	rounds, warm := envInt(t, "INTENTGATE_BENCH_ROUNDS", 7), envInt(t, "INTENTGATE_BENCH_WARM", 50)
+	b := needBinaries(t)
+	root, err := enginetest.RepoRoot()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "bare", "bootstrap")
+	ours := filepath.Join(dir, "ours", "bootstrap")
+	// Both built as they are deployed: stripped, trimmed, lambda.norpc.
+	require.NoError(t, buildStripped(context.Background(), root, "./infra/bench/baremcp", bare))
+	require.NoError(t, buildStripped(context.Background(), root, "./functions/mcp", ours))
+
+	sys := newSystem(t)
+	env := sys.functionEnv("intentgate-mcp")
+	token, err := sys.issuer.Mint(issuer.Claims{Subject: "alice", ClientID: "support-assistant", MerchantID: "M1", Audience: resourceURL, TTL: time.Hour})
+	require.NoError(t, err)
+	event := withBearer(t, sample(t, "apigw-tools-list.json"), token)
+
+	results := map[string]*coldStats{"intentgate": {}, "bare go-sdk": {}}
+	for range rounds {
+		for _, fn := range []struct{ name, bin string }{{"intentgate", ours}, {"bare go-sdk", bare}} {
+			st := results[fn.name]
+			fnEnv := env
+			if fn.name == "bare go-sdk" {
+				fnEnv = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "baremcp", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30"}
+			}
+			em := startEmulator(t, b.emulator, fn.bin, fnEnv)
+			start := time.Now()
+			resp := invokeHTTP(t, em, event)
+			st.cold = append(st.cold, time.Since(start))
+			require.Equal(t, 200, resp.StatusCode, "%s: %s", fn.name, resp.Body)
+			start = time.Now()
+			invokeHTTP(t, em, event)
+			st.first = append(st.first, time.Since(start))
+			for range warm {
+				start = time.Now()
+				invokeHTTP(t, em, event)
+				st.warm = append(st.warm, time.Since(start))
+			}
+			for _, pid := range em.bootstraps() {
+				st.rssKB = max(st.rssKB, peakRSSKB(pid))
+			}
+			require.NoError(t, em.stop())
+		}
+	}
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	o, r := results["intentgate"], results["bare go-sdk"]
+	row := func(name string, ov, bv float64, unit string) string {
+		return fmt.Sprintf("%-26s %12.1f %12.1f %8.2fx  %s\n", name, ov, bv, ov/bv, unit)
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "cold start under the Lambda Runtime Interface Emulator: %d rounds, %d warm invokes each, tools/list\n", rounds, warm)
+	fmt.Fprintf(&out, "%-26s %12s %12s %9s\n", "", "intentgate", "bare go-sdk", "ratio")
+	out.WriteString(row("cold invoke, median", ms(median(o.cold)), ms(median(r.cold)), "ms (process start + init + 1st request)"))
+	out.WriteString(row("second invoke, median", ms(median(o.first)), ms(median(r.first)), "ms"))
+	out.WriteString(row("warm p50", ms(pct(o.warm, 50)), ms(pct(r.warm, 50)), "ms"))
+	out.WriteString(row("warm p99", ms(pct(o.warm, 99)), ms(pct(r.warm, 99)), "ms"))
+	out.WriteString(row("peak RSS", float64(o.rssKB)/1024, float64(r.rssKB)/1024, "MiB (VmHWM)"))
+	out.WriteString(row("binary size", float64(size(ours))/(1<<20), float64(size(bare))/(1<<20), "MiB (stripped)"))
+	out.WriteString("targets: cold <= 1.5x, binary <= 2x. intentgate verifies a JWT, the bare one has no auth.\n")
+	fmt.Print(out.String())
+}
+
+type coldStats struct {
+	cold, first, warm []time.Duration
+	rssKB             int
+}
+
+func buildStripped(ctx context.Context, root, pkg, out string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return runIn(ctx, root, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, pkg)
+}
+
+func envInt(t *testing.T, k string, def int) int {
+	t.Helper()
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "%s", k)
+	require.Positive(t, n, "%s", k)
+	return n
+}
+
+func median(ds []time.Duration) time.Duration { return percentile(ds, 50) }
+
+func pct(ds []time.Duration, p int) time.Duration { return percentile(ds, p) }
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	i := (len(s)*p + 99) / 100
+	return s[max(min(i, len(s))-1, 0)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// peakRSSKB reads VmHWM (peak resident set) of a live process.
+func peakRSSKB(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+func runIn(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
