@@ -89,3 +89,19 @@ distclean: clean ## Also remove the Python virtualenvs
 .PHONY: bench-engine
 bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
 	$(GO) run ./infra/engine/bench $(BENCH_ARGS)
+
+# --- cost of bad input (issue 9 item 11) -------------------------------------
+.PHONY: bench-input
+BENCH_INPUT_TIME ?= 1s
+
+bench-input: ## Server CPU of refusing hostile bodies vs a normal valid call, side by side (ratios)
+	@$(GO) test -count=1 -run '^$$' -bench '^BenchmarkInput$$' -benchtime $(BENCH_INPUT_TIME) ./internal/mcpserver/ \
+	| awk '/^BenchmarkInput\// { \
+		name = $$1; sub(/^BenchmarkInput\//, "", name); sub(/-[0-9]+$$/, "", name); \
+		for (i = 2; i < NF; i++) { if ($$(i+1) == "cpu-ms/op") cpu[name] = $$i; if ($$(i+1) == "ns/op") wall[name] = $$i } \
+		order[++n] = name } \
+	/^(FAIL|ok|PASS|panic)/ { print > "/dev/stderr" } \
+	END { if (!("valid_call" in cpu)) { print "bench-input: no baseline figure" > "/dev/stderr"; exit 1 } \
+		printf "%-36s %14s %14s %18s\n", "request", "cpu ms/op", "wall ms/op", "cpu vs valid_call"; \
+		for (i = 1; i <= n; i++) { k = order[i]; \
+			printf "%-36s %14.3f %14.3f %17.2fx\n", k, cpu[k], wall[k] / 1e6, cpu[k] / cpu["valid_call"] } }'

@@ -21,6 +21,16 @@ import (
 // DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
 const DefaultStage = "dev"
 
+// Bounds of INTENTGATE_MAX_BODY_BYTES. Below 4 KiB a resolution with its
+// evidence no longer fits; a body under the cap is decoded several times by
+// the MCP SDK before any of our checks (about 0.45 s of CPU per MB of
+// hostile JSON, make bench-input), so the cap stops at 256 KiB.
+const (
+	DefaultMaxBodyBytes = 64 << 10
+	MinMaxBodyBytes     = 4 << 10
+	MaxMaxBodyBytes     = 256 << 10
+)
+
 // Config is every setting, with the environment variable that sets it.
 // README.md's configuration table lists the same names and defaults.
 type Config struct {
@@ -60,6 +70,11 @@ type Config struct {
 	Budget             admission.BudgetConfig
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
 
+	// INTENTGATE_MAX_BODY_BYTES: the largest MCP request body accepted
+	// (default 65536); larger ones are refused with HTTP 413 after reading
+	// at most this much, before any JSON is parsed.
+	MaxBodyBytes int64
+
 	ListenAddr string // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
 	Tracing    bool   // INTENTGATE_TRACING (default: on under Lambda)
 }
@@ -96,6 +111,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		MaxQueue:               e.integer("INTENTGATE_MAX_QUEUE", 16),
 		MaxQueueWait:           e.dur("INTENTGATE_MAX_QUEUE_WAIT", time.Second),
 		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
+		MaxBodyBytes:           int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
@@ -158,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Budget.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE: %w", err))
+	}
+	if c.MaxBodyBytes < MinMaxBodyBytes || c.MaxBodyBytes > MaxMaxBodyBytes {
+		errs = append(errs, fmt.Errorf("INTENTGATE_MAX_BODY_BYTES=%d: want %d to %d", c.MaxBodyBytes, MinMaxBodyBytes, MaxMaxBodyBytes))
 	}
 	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
 		errs = append(errs, errors.New("INTENTGATE_RISK_SETTLE_WINDOW and INTENTGATE_RELEASE_SETTLE_WINDOW must not be negative"))
