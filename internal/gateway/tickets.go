@@ -88,6 +88,17 @@ func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c too
 	return mcpserver.Success(approval)
 }
 
+// family is the write tool family named tool, or nil when this server does
+// not serve it.
+func (g *Gateway) family(tool string) tools.WriteTool {
+	for _, w := range g.cfg.Writes {
+		if w.Name() == tool {
+			return w
+		}
+	}
+	return nil
+}
+
 func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 	op, args, err := g.lookup(ctx, c, call.Arguments, "handle", "")
 	if err != nil {
@@ -98,7 +109,7 @@ func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c t
 	evidence, _ := args["evidence"].(string)
 	resourceID, _ := args["resource_id"].(string)
 	effectsRemoved, _ := args["effects_removed"].(bool)
-	settled, err := release.Resolve(ctx, g.cfg.Executor, c, op, resolution, evidence, resourceID, effectsRemoved)
+	settled, err := release.Resolve(ctx, g.cfg.Executor, g.family(op.Key.Tool), c, op, resolution, evidence, resourceID, effectsRemoved)
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}
