@@ -69,7 +69,9 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 //   - answers unparsable bodies with JSON-RPC parse / invalid-request errors,
 //   - answers a tools/call of an unknown tool itself, naming the tool only
 //     in a shortened form (the SDK echoes the name at full length),
-//   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors.
+//   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors,
+//     and shortens the messages of every 4xx error answer (the SDK quotes
+//     method names and Mcp-Name headers whole).
 type boundary struct {
 	next    http.Handler
 	maxBody int64
@@ -166,6 +168,14 @@ func (b *boundary) unknownTool(req *jsonrpc.Request) (string, bool) {
 		cut--
 	}
 	return fmt.Sprintf("%q… (%d bytes)", name[:cut], len(name)), true
+}
+
+// shortenMessage cuts msg to maxErrorMessage runes.
+func shortenMessage(msg string) string {
+	if utf8.RuneCountInString(msg) <= maxErrorMessage {
+		return msg
+	}
+	return string([]rune(msg)[:maxErrorMessage-1]) + "…"
 }
 
 // newProtocol is the first protocol version whose JSON-RPC errors carry an
@@ -286,16 +296,30 @@ type rpcErrorWriter struct {
 	capturing   bool
 	status      int
 	captured    bytes.Buffer
+	// capturedJSON: the held-back answer is the SDK's own JSON-RPC error,
+	// rewritten only to shorten its message.
+	capturedJSON bool
 }
+
+// maxErrorMessage bounds the message of a JSON-RPC error the boundary
+// passes on: the SDK's messages quote caller input (a method name, an
+// Mcp-Name header) at full length.
+const maxErrorMessage = 300
 
 func (w *rpcErrorWriter) WriteHeader(status int) {
 	if w.wroteHeader {
 		return
 	}
 	w.wroteHeader = true
-	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
-		w.capturing, w.status = true, status
-		return
+	if status >= 400 {
+		switch ct := w.Header().Get("Content-Type"); {
+		case strings.HasPrefix(ct, "text/plain"):
+			w.capturing, w.status = true, status
+			return
+		case strings.HasPrefix(ct, "application/json"):
+			w.capturing, w.capturedJSON, w.status = true, true, status
+			return
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -327,7 +351,19 @@ func (w *rpcErrorWriter) finish(id jsonrpc.ID) {
 	if !w.capturing {
 		return
 	}
-	message := strings.TrimSpace(w.captured.String())
+	if w.capturedJSON {
+		msg, err := jsonrpc.DecodeMessage(w.captured.Bytes())
+		resp, ok := msg.(*jsonrpc.Response)
+		var rpcErr *jsonrpc.Error
+		if err != nil || !ok || !errors.As(resp.Error, &rpcErr) {
+			w.ResponseWriter.WriteHeader(w.status)
+			_, _ = w.ResponseWriter.Write(w.captured.Bytes())
+			return
+		}
+		writeRPCError(w.ResponseWriter, w.status, resp.ID, rpcErr.Code, shortenMessage(rpcErr.Message))
+		return
+	}
+	message := shortenMessage(strings.TrimSpace(w.captured.String()))
 	code := int64(jsonrpc.CodeInvalidRequest)
 	// The SDK words an unknown method as jsonrpc2.ErrNotHandled
 	// ("JSON RPC not handled: \"x\" unsupported"); a test pins this.

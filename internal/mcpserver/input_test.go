@@ -126,3 +126,26 @@ func TestContainerForAScalarPropertyIsRefusedBeforeTheExpensiveWalks(t *testing.
 	_, problem := checkArguments(s, []byte(`{"order_id":"O00000000001","reason":[{"a":1,"a":2}]}`))
 	assert.Equal(t, `reason: must be a string`, problem)
 }
+
+// No error answer echoes caller input at full length: a long Mcp-Name
+// header the SDK finds mismatched, or a long unknown method.
+func TestErrorAnswersDoNotEchoLongCallerInput(t *testing.T) {
+	srv := startServer(t, reviewTool(&recorder{}))
+	long := strings.Repeat("m", 20_000)
+
+	h, body := newProtocolRequest(4, "tools/call", long, map[string]any{"name": "request_risk_review",
+		"arguments": map[string]any{"order_id": orderID(4), "reason": "r"}})
+	resp := post(t, testContext(t), srv.URL, h, body)
+	assert.Equal(t, http.StatusBadRequest, resp.status)
+	assert.Less(t, len(resp.body), 1000, "answer %.200s", resp.body)
+	msgs := decodeMessages(t, resp)
+	require.NotNil(t, msgs[0].Error)
+	assert.Contains(t, msgs[0].Error.Message, "header mismatch")
+
+	resp = post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}},
+		`{"jsonrpc":"2.0","id":5,"method":"`+long+`","params":{}}`)
+	assert.Less(t, len(resp.body), 1000, "answer %.200s", resp.body)
+	msgs = decodeMessages(t, resp)
+	require.NotNil(t, msgs[0].Error)
+	assert.EqualValues(t, 5, msgs[0].ID)
+}
