@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/tools/packet"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -54,4 +55,35 @@ func TestTokenWithTheSameSubAtAnotherMerchantReadsNoPacket(t *testing.T) {
 	own, isErr := call(t, alice, packet.ToolGetOperation, map[string]any{"handle": reviewID})
 	require.False(t, isErr, own)
 	assert.Equal(t, "O20260728001", own["target"].(map[string]any)["order_id"])
+}
+
+func TestTicketOfAnotherTeamIsInvisibleToTheSameSubWithoutTheGrant(t *testing.T) {
+	r := newTicketRig(t)
+	created, isErr := call(t, r.deployer, release.ToolCreate, ticketArgs("8bc911d", "deploy-op-visibility-1"))
+	require.False(t, isErr, created)
+	handle := created["ticket_handle"].(string)
+
+	impostor := persona("DEPLOYER")
+	impostor.Merchant = "team-search" // same sub, a team not granted payments-api
+	tok, err := r.Token(impostor, time.Hour)
+	require.NoError(t, err)
+	other := connect(t, r.MCPURLs[0], tok, protocolOld)
+	unknown := "op_" + "bbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+	for _, tc := range []struct {
+		tool, arg string
+	}{{packet.ToolGetOperation, "handle"}, {release.ToolApprove, "ticket_handle"}, {packet.ToolResolveOperation, "handle"}} {
+		args := func(h string) map[string]any {
+			m := map[string]any{tc.arg: h}
+			if tc.tool == packet.ToolResolveOperation {
+				m["resolution"], m["evidence"] = "FAILED", "x"
+			}
+			return m
+		}
+		foreign := rawAnswer(t, other, tc.tool, args(handle))
+		assert.Contains(t, foreign, `"NOT_FOUND"`, tc.tool)
+		assert.Equal(t, rawAnswer(t, other, tc.tool, args(unknown)), foreign, "%s: not visible reads exactly like not existing", tc.tool)
+	}
+	approval, isErr := r.approve(t, "deploy-op-visibility-1")
+	require.False(t, isErr, approval)
 }
