@@ -70,6 +70,7 @@ type visibilityWorld struct {
 	calls  *storeCalls
 	refund *refundTool
 	url    string
+	store  *store.Store
 }
 
 func newVisibilityWorld(t *testing.T) *visibilityWorld {
@@ -99,7 +100,7 @@ func newVisibilityWorld(t *testing.T) *visibilityWorld {
 		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), s)))
 	}))
 	t.Cleanup(srv.Close)
-	return &visibilityWorld{calls: calls, refund: refund, url: srv.URL}
+	return &visibilityWorld{calls: calls, refund: refund, url: srv.URL, store: st}
 }
 
 type subjectHeader struct {
