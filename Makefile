@@ -105,3 +105,18 @@ bench-input: ## Server CPU of refusing hostile bodies vs a normal valid call, si
 		printf "%-36s %14s %14s %18s\n", "request", "cpu ms/op", "wall ms/op", "cpu vs valid_call"; \
 		for (i = 1; i <= n; i++) { k = order[i]; \
 			printf "%-36s %14.3f %14.3f %17.2fx\n", k, cpu[k], wall[k] / 1e6, cpu[k] / cpu["valid_call"] } }'
+
+# --- visibility: what refusing costs (issue 9 item 8) -----------------------
+.PHONY: bench-visibility
+BENCH_VISIBILITY_N ?= 60x
+
+bench-visibility: $(VENV_STAMP) ## get_operation on an unknown, a foreign and the caller's own operation: time and store calls side by side
+	@$(GO) test -count=1 -run '^$$' -bench '^BenchmarkGetOperation$$' -benchtime $(BENCH_VISIBILITY_N) ./internal/gateway/ \
+	| awk '/^BenchmarkGetOperation/ { for (i = 2; i < NF; i++) { u = $$(i+1); \
+		if (u ~ /-ms\/op$$/) { k = u; sub(/-ms\/op$$/, "", k); ms[k] = $$i } \
+		if (u ~ /-store-calls\/op$$/) { k = u; sub(/-store-calls\/op$$/, "", k); sc[k] = $$i } } } \
+	/^(FAIL|ok|PASS|panic)/ { print > "/dev/stderr" } \
+	END { if (!("unknown" in ms)) { print "bench-visibility: no baseline figure" > "/dev/stderr"; exit 1 } \
+		printf "%-10s %12s %14s %16s\n", "operation", "ms/call", "store calls", "time vs unknown"; \
+		split("unknown foreign own", order, " "); \
+		for (i = 1; i <= 3; i++) { k = order[i]; printf "%-10s %12.2f %14.1f %15.2fx\n", k, ms[k], sc[k], ms[k] / ms["unknown"] } }'

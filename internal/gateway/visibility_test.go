@@ -73,7 +73,7 @@ type visibilityWorld struct {
 	store  *store.Store
 }
 
-func newVisibilityWorld(t *testing.T) *visibilityWorld {
+func newVisibilityWorld(t testing.TB) *visibilityWorld {
 	t.Helper()
 	db, err := engine.Client(context.Background())
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func (s subjectHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // as opens an MCP session for one subject.
-func (w *visibilityWorld) as(t *testing.T, s auth.Subject) *mcp.ClientSession {
+func (w *visibilityWorld) as(t testing.TB, s auth.Subject) *mcp.ClientSession {
 	t.Helper()
 	raw, err := json.Marshal(s)
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func (w *visibilityWorld) as(t *testing.T, s auth.Subject) *mcp.ClientSession {
 	return cs
 }
 
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 }
 
 // answer is everything a caller can observe of a result.
-func answer(t *testing.T, res *mcp.CallToolResult) string {
+func answer(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	return string(mustJSON(t, map[string]any{"isError": res.IsError, "content": res.Content, "structured": res.StructuredContent}))
 }
@@ -147,7 +147,7 @@ var (
 )
 
 // aliceRefund creates alice@M1's refund and returns its handle.
-func (w *visibilityWorld) aliceRefund(t *testing.T) string {
+func (w *visibilityWorld) aliceRefund(t testing.TB) string {
 	t.Helper()
 	res := call(t, w.as(t, aliceM1), "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0001"})
 	require.False(t, res.IsError, answer(t, res))
