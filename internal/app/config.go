@@ -21,13 +21,14 @@ import (
 // DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
 const DefaultStage = "dev"
 
-// Bounds of INTENTGATE_MAX_BODY_BYTES. Below 4 KiB a resolution with its
-// evidence no longer fits; a body under the cap is decoded several times by
+// Bounds of INTENTGATE_MAX_BODY_BYTES. Below 16 KiB a resolution with
+// 1,000 characters of evidence, each sent as a \u-escaped surrogate pair,
+// no longer fits; a body under the cap is decoded several times by
 // the MCP SDK before any of our checks (about 0.45 s of CPU per MB of
 // hostile JSON, make bench-input), so the cap stops at 256 KiB.
 const (
-	DefaultMaxBodyBytes = 64 << 10
-	MinMaxBodyBytes     = 4 << 10
+	DefaultMaxBodyBytes = 32 << 10
+	MinMaxBodyBytes     = 16 << 10
 	MaxMaxBodyBytes     = 256 << 10
 )
 
@@ -71,7 +72,7 @@ type Config struct {
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
 
 	// INTENTGATE_MAX_BODY_BYTES: the largest MCP request body accepted
-	// (default 65536); larger ones are refused with HTTP 413 after reading
+	// (default 32768); larger ones are refused with HTTP 413 after reading
 	// at most this much, before any JSON is parsed.
 	MaxBodyBytes int64
 

@@ -79,7 +79,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	assert.Empty(t, cfg.SSMEndpoint, "no endpoint: AWS")
 	assert.Equal(t, cfg.MaxInFlight, cfg.DownstreamMaxConns)
 	assert.False(t, cfg.Tracing, "tracing is on by default only under Lambda")
-	assert.EqualValues(t, 64<<10, cfg.MaxBodyBytes)
+	assert.EqualValues(t, 32<<10, cfg.MaxBodyBytes)
 
 	env := minimalEnv()
 	env["INTENTGATE_DYNAMODB_ENDPOINT"] = "http://127.0.0.1:5000"
@@ -117,7 +117,7 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"deploy grants", "INTENTGATE_DEPLOY_GRANTS", "team-payments"},
 		{"negative settle window", "INTENTGATE_RISK_SETTLE_WINDOW", "-1s"},
 		{"budget", "INTENTGATE_BUDGET_AUTH", "0s"},
-		{"body cap below a resolution", "INTENTGATE_MAX_BODY_BYTES", "1024"},
+		{"body cap below a resolution", "INTENTGATE_MAX_BODY_BYTES", "16383"},
 		{"body cap above 256 KiB", "INTENTGATE_MAX_BODY_BYTES", "262145"},
 		{"body cap not a number", "INTENTGATE_MAX_BODY_BYTES", "64k"},
 	}

@@ -25,7 +25,7 @@ var setByLambdaOrDefault = []string{
 	"INTENTGATE_RISK_SETTLE_WINDOW", "INTENTGATE_RELEASE_SETTLE_WINDOW",
 	"INTENTGATE_BUDGET_AUTH", "INTENTGATE_BUDGET_STORE", "INTENTGATE_BUDGET_DOWNSTREAM", "INTENTGATE_BUDGET_RESERVE",
 	"INTENTGATE_MAX_QUEUE_WAIT",
-	"INTENTGATE_MAX_BODY_BYTES", // the 64 KiB default is the safe choice; no tool needs more
+	"INTENTGATE_MAX_BODY_BYTES", // the 32 KiB default is the safe choice; no tool needs more
 }
 
 // TestTemplateEnvironmentMatchesFromEnv: every variable template.yaml sets

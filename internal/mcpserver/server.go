@@ -22,10 +22,11 @@ type Config struct {
 }
 
 // DefaultMaxBodyBytes caps a request body. The largest legitimate call
-// (a resolution with 1,000 characters of evidence) is a few KiB; the cap
+// (a resolution with 1,000 characters of evidence) is at most 12 KiB even
+// with every character \u-escaped; the cap
 // refuses hostile bodies after reading at most this much, before any JSON
 // is parsed (the SDK's own default is 4 MiB).
-const DefaultMaxBodyBytes = 64 << 10
+const DefaultMaxBodyBytes = 32 << 10
 
 // New returns the MCP endpoint: the go-sdk streamable HTTP handler in
 // stateless, JSON-response mode serving tools, behind the request boundary
