@@ -155,9 +155,8 @@ func TestErrorAnswersDoNotEchoLongCallerInput(t *testing.T) {
 // with room for the protocol envelope.
 func TestLargestLegitimateCallFitsTheDefaultBodyCap(t *testing.T) {
 	evidence := strings.Repeat(`\ud83d\ude00`, 1000)
-	h, body := newProtocolRequest(1, "tools/call", "resolve_operation", map[string]any{"name": "resolve_operation",
+	_, body := newProtocolRequest(1, "tools/call", "resolve_operation", map[string]any{"name": "resolve_operation",
 		"arguments": map[string]any{"handle": "op_" + strings.Repeat("a", 26), "resolution": "SUCCEEDED", "resource_id": strings.Repeat("r", 128)}})
-	_ = h
 	body = strings.Replace(body, `"resolution":"SUCCEEDED"`, `"resolution":"SUCCEEDED","evidence":"`+evidence+`"`, 1)
 	assert.Less(t, len(body)+4<<10, DefaultMaxBodyBytes, "body of %d bytes plus 4 KiB of headroom", len(body))
 }
