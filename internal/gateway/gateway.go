@@ -72,7 +72,9 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			if refused != nil {
 				return refused
 			}
-			if !g.visibility.CanSee(c, sub.Operation.Owner()) {
+			// A fresh insert is the caller's own; an answer taken from an
+			// existing operation shows it only to callers who may see it.
+			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
 				return g.failure(ctx, rec, heldByInvisible())
 			}
 			r := w.Render(c, sub)

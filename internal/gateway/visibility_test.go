@@ -221,3 +221,19 @@ func TestDeduplicatedAnswerRevealsNoOperationTheCallerCannotRead(t *testing.T) {
 	read := call(t, bob, "get_operation", map[string]any{"handle": handle})
 	assert.True(t, read.IsError, "consistent with get_operation")
 }
+
+// A token without a tenant claim writes and reads its own operation: the
+// visibility check of a write's answer never turns the caller's own fresh
+// insert into "nothing was sent".
+func TestATokenWithoutTenantGetsItsOwnWriteAnswered(t *testing.T) {
+	w := newVisibilityWorld(t)
+	tenantless := auth.Subject{ClientID: "shared-agent", UserID: "tess"}
+	cs := w.as(t, tenantless)
+	res := call(t, cs, "issue_refund", map[string]any{"charge_id": "ch_tess", "operation_id": "tess-op-00000001"})
+	require.False(t, res.IsError, answer(t, res))
+	handle := res.StructuredContent.(map[string]any)["refund_handle"].(string)
+	read := call(t, cs, "get_operation", map[string]any{"handle": handle})
+	assert.False(t, read.IsError, answer(t, read))
+	other := call(t, w.as(t, auth.Subject{ClientID: "shared-agent", UserID: "tess", MerchantID: "M1"}), "get_operation", map[string]any{"handle": handle})
+	assert.True(t, other.IsError, "the same sub with a tenant is another principal")
+}

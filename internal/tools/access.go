@@ -54,9 +54,11 @@ func (v Visibility) CanSee(caller Caller, owner operation.Owner) bool {
 	switch {
 	case caller.HasRole(RoleOperator):
 		return true
-	case caller.UserID == "" || caller.TenantID == "":
+	case caller.UserID == "":
 		return false
 	case owner.TenantID == caller.TenantID && owner.EndUserID == caller.UserID:
+		// A token without a tenant claim is its own (empty) tenant: it
+		// sees what it created, never another tenant's operations.
 		return true
 	}
 	g, ok := v.grants[owner.Tool]

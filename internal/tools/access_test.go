@@ -28,7 +28,10 @@ func TestVisibilityIsTenantAndSubjectOrACoveringGrantOrOperator(t *testing.T) {
 
 	assert.True(t, v.CanSee(tools.Caller{UserID: "alice", TenantID: "M1"}, own), "tenant and subject")
 	assert.False(t, v.CanSee(tools.Caller{UserID: "alice", TenantID: "M2"}, own), "the same sub in another tenant sees nothing")
-	assert.False(t, v.CanSee(tools.Caller{UserID: "alice"}, own), "a token without a tenant sees nothing")
+	assert.False(t, v.CanSee(tools.Caller{UserID: "alice"}, own), "a token without a tenant sees no tenant's operations")
+	tenantless := operation.Owner{Tool: plain.Name(), EndUserID: "alice"}
+	assert.True(t, v.CanSee(tools.Caller{UserID: "alice"}, tenantless), "but what it created itself")
+	assert.False(t, v.CanSee(tools.Caller{UserID: "alice", TenantID: "M1"}, tenantless), "which no tenant's token sees")
 	assert.False(t, v.CanSee(tools.Caller{UserID: "carol", TenantID: "M1"}, own), "a tenant-mate needs a grant that covers the resource")
 	assert.True(t, v.CanSee(tools.Caller{UserID: "oscar", Roles: []string{tools.RoleOperator}}, own))
 	assert.False(t, v.CanSee(tools.Caller{}, operation.Owner{}), "empty identities never match")
