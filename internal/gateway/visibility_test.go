@@ -237,3 +237,14 @@ func TestATokenWithoutTenantGetsItsOwnWriteAnswered(t *testing.T) {
 	other := call(t, w.as(t, auth.Subject{ClientID: "shared-agent", UserID: "tess", MerchantID: "M1"}), "get_operation", map[string]any{"handle": handle})
 	assert.True(t, other.IsError, "the same sub with a tenant is another principal")
 }
+
+// The same sub under another tenant replaying alice's operation_id with the
+// same arguments on the same client gets nothing of alice's operation.
+func TestReplayBySameSubInAnotherTenantRevealsNothing(t *testing.T) {
+	w := newVisibilityWorld(t)
+	handle := w.aliceRefund(t)
+	res := call(t, w.as(t, aliceM2), "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0001"})
+	assert.True(t, res.IsError, answer(t, res))
+	assert.NotContains(t, answer(t, res), handle)
+	assert.Equal(t, int32(1), w.refund.sent.Load(), "nothing was sent")
+}
