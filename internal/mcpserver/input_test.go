@@ -61,10 +61,10 @@ func TestUndeclaredArgumentIsRefusedBeforeTheExpensiveWalks(t *testing.T) {
 
 func TestOversizedArgumentsAreRefusedEvenUnderALargeBodyCap(t *testing.T) {
 	rec := &recorder{}
-	h, err := New(Config{Name: "n", Version: "v", MaxBodyBytes: 8 << 20}, reviewTool(rec))
+	h, err := New(Config{Name: "n", Version: "v", MaxBodyBytes: 256 << 10}, reviewTool(rec))
 	require.NoError(t, err)
 	srv := newLoopbackServer(t, h)
-	resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, hostileArrayBody(4_000_000))
+	resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, hostileArrayBody(250_000))
 	require.Equal(t, http.StatusOK, resp.status)
 	msgs := decodeMessages(t, resp)
 	require.Nil(t, msgs[0].Error)

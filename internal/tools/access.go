@@ -93,11 +93,9 @@ func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Re
 	if err != nil {
 		return operation.Operation{}, err
 	}
-	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
-	defer cancel()
 	found := ""
 	for _, h := range handles {
-		owner, err := e.cfg.Store.GetOwner(sctx, h)
+		owner, err := e.getOwner(ctx, h)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			continue
@@ -111,6 +109,8 @@ func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Re
 	if found == "" {
 		return operation.Operation{}, NotVisible()
 	}
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	defer cancel()
 	op, err := e.cfg.Store.Get(sctx, found)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -119,6 +119,14 @@ func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Re
 		return operation.Operation{}, storeUnavailable(err)
 	}
 	return op, nil
+}
+
+// getOwner is one projected read under its own store budget (each store
+// call gets the budget's store stage, as every other store call does).
+func (e *Executor) getOwner(ctx context.Context, handle string) (operation.Owner, error) {
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	defer cancel()
+	return e.cfg.Store.GetOwner(sctx, handle)
 }
 
 // candidates are the handles ref may name for caller: the handle itself,
