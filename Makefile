@@ -146,3 +146,34 @@ destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations 
 bench-coldstart: $(VENV_STAMP) ## Cold start, first/warm invoke, RSS and size: intentgate vs bare go-sdk MCP Lambda
 	INTENTGATE_BENCH_COLDSTART=1 $(GO) test -count=1 -timeout 20m -run '^TestColdStartSideBySide$$' -v ./test/rie \
 		| grep -v -e '^=== ' -e '^--- ' -e '^PASS$$' -e '^ok '
+
+# --- cost of bad input (issue 9 item 11) -------------------------------------
+.PHONY: bench-input
+BENCH_INPUT_TIME ?= 1s
+
+bench-input: ## Server CPU of refusing hostile bodies vs a normal valid call, side by side (ratios)
+	@$(GO) test -count=1 -run '^$$' -bench '^BenchmarkInput$$' -benchtime $(BENCH_INPUT_TIME) ./internal/mcpserver/ \
+	| awk '/^BenchmarkInput\// { \
+		name = $$1; sub(/^BenchmarkInput\//, "", name); sub(/-[0-9]+$$/, "", name); \
+		for (i = 2; i < NF; i++) { if ($$(i+1) == "cpu-ms/op") cpu[name] = $$i; if ($$(i+1) == "ns/op") wall[name] = $$i } \
+		order[++n] = name } \
+	/^(FAIL|ok|PASS|panic)/ { print > "/dev/stderr" } \
+	END { if (!("valid_call" in cpu)) { print "bench-input: no baseline figure" > "/dev/stderr"; exit 1 } \
+		printf "%-36s %14s %14s %18s\n", "request", "cpu ms/op", "wall ms/op", "cpu vs valid_call"; \
+		for (i = 1; i <= n; i++) { k = order[i]; \
+			printf "%-36s %14.3f %14.3f %17.2fx\n", k, cpu[k], wall[k] / 1e6, cpu[k] / cpu["valid_call"] } }'
+
+# --- visibility: what refusing costs (issue 9 item 8) -----------------------
+.PHONY: bench-visibility
+BENCH_VISIBILITY_N ?= 60x
+
+bench-visibility: $(VENV_STAMP) ## get_operation on an unknown, a foreign and the caller's own operation: time and store calls side by side
+	@$(GO) test -count=1 -run '^$$' -bench '^BenchmarkGetOperation$$' -benchtime $(BENCH_VISIBILITY_N) ./internal/gateway/ \
+	| awk '/^BenchmarkGetOperation/ { for (i = 2; i < NF; i++) { u = $$(i+1); \
+		if (u ~ /-ms\/op$$/) { k = u; sub(/-ms\/op$$/, "", k); ms[k] = $$i } \
+		if (u ~ /-store-calls\/op$$/) { k = u; sub(/-store-calls\/op$$/, "", k); sc[k] = $$i } } } \
+	/^(FAIL|ok|PASS|panic)/ { print > "/dev/stderr" } \
+	END { if (!("unknown" in ms)) { print "bench-visibility: no baseline figure" > "/dev/stderr"; exit 1 } \
+		printf "%-10s %12s %14s %16s\n", "operation", "ms/call", "store calls", "time vs unknown"; \
+		split("unknown foreign own", order, " "); \
+		for (i = 1; i <= 3; i++) { k = order[i]; printf "%-10s %12.2f %14.1f %15.2fx\n", k, ms[k], sc[k], ms[k] / ms["unknown"] } }'

@@ -210,7 +210,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	mcpHandler, err := mcpserver.New(mcpserver.Config{
-		Name: "intentgate", Version: Version, Logger: a.Logger,
+		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes,
 		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
 			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
 	}, gw.Tools()...)

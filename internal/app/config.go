@@ -22,6 +22,17 @@ import (
 // DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
 const DefaultStage = "dev"
 
+// Bounds of INTENTGATE_MAX_BODY_BYTES. Below 16 KiB a resolution with
+// 1,000 characters of evidence, each sent as a \u-escaped surrogate pair,
+// no longer fits; a body under the cap is decoded several times by
+// the MCP SDK before any of our checks (about 0.45 s of CPU per MB of
+// hostile JSON, make bench-input), so the cap stops at 256 KiB.
+const (
+	DefaultMaxBodyBytes = 32 << 10
+	MinMaxBodyBytes     = 16 << 10
+	MaxMaxBodyBytes     = 256 << 10
+)
+
 // Config is every setting, with the environment variable that sets it.
 // README.md's configuration table lists the same names and defaults.
 type Config struct {
@@ -68,6 +79,11 @@ type Config struct {
 	DownstreamMaxConns int           // INTENTGATE_DOWNSTREAM_MAX_CONNS
 	Budget             admission.BudgetConfig
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
+
+	// INTENTGATE_MAX_BODY_BYTES: the largest MCP request body accepted
+	// (default 32768); larger ones are refused with HTTP 413 after reading
+	// at most this much, before any JSON is parsed.
+	MaxBodyBytes int64
 
 	// INTENTGATE_INVOCATION_TIMEOUT: the function's timeout (template.yaml
 	// sets it from each function's Timeout). The whole request budget must
@@ -116,6 +132,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
 		InvocationTimeout:      e.dur("INTENTGATE_INVOCATION_TIMEOUT", 0),
 		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
+		MaxBodyBytes:           int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
@@ -189,6 +206,9 @@ func (c Config) Validate() error {
 	if c.InvocationTimeout > 0 && c.Budget.Total() >= c.InvocationTimeout {
 		errs = append(errs, fmt.Errorf("the request budget (auth %s + store %s + downstream %s + reserve %s = %s) does not fit INTENTGATE_INVOCATION_TIMEOUT=%s: lower INTENTGATE_DOWNSTREAM_TIMEOUT",
 			c.Budget.Auth, c.Budget.Store, c.Budget.Downstream, c.Budget.Reserve, c.Budget.Total(), c.InvocationTimeout))
+	}
+	if c.MaxBodyBytes < MinMaxBodyBytes || c.MaxBodyBytes > MaxMaxBodyBytes {
+		errs = append(errs, fmt.Errorf("INTENTGATE_MAX_BODY_BYTES=%d: want %d to %d", c.MaxBodyBytes, MinMaxBodyBytes, MaxMaxBodyBytes))
 	}
 	if c.RiskSettleWindow < 0 || c.ReleaseSettleWindow < 0 {
 		errs = append(errs, errors.New("INTENTGATE_RISK_SETTLE_WINDOW and INTENTGATE_RELEASE_SETTLE_WINDOW must not be negative"))

@@ -51,6 +51,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		"INTENTGATE_BUDGET_RESERVE":            "500ms",
 		"INTENTGATE_LISTEN_ADDR":               "127.0.0.1:9090",
 		"INTENTGATE_TRACING":                   "false",
+		"INTENTGATE_MAX_BODY_BYTES":            "131072",
 	}
 	cfg, err := FromEnv(mapLookup(env))
 	require.NoError(t, err)
@@ -66,7 +67,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		DeployGrants: "team-payments=payments-api,orders-api;team-web=web", Operator: "payments-oncall",
 		MaxInFlight: 1, MaxQueue: 0, MaxQueueWait: 250 * time.Millisecond, DownstreamMaxConns: 3,
 		Budget:     admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 9 * time.Second, Reserve: 500 * time.Millisecond},
-		ListenAddr: "127.0.0.1:9090", Tracing: false,
+		ListenAddr: "127.0.0.1:9090", Tracing: false, MaxBodyBytes: 128 << 10,
 	}, cfg)
 }
 
@@ -80,6 +81,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	assert.Empty(t, cfg.SSMEndpoint, "no endpoint: AWS")
 	assert.Equal(t, cfg.MaxInFlight, cfg.DownstreamMaxConns)
 	assert.False(t, cfg.Tracing, "tracing is on by default only under Lambda")
+	assert.EqualValues(t, 32<<10, cfg.MaxBodyBytes)
 
 	env := minimalEnv()
 	env["INTENTGATE_DYNAMODB_ENDPOINT"] = "http://127.0.0.1:5000"
@@ -117,6 +119,9 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"deploy grants", "INTENTGATE_DEPLOY_GRANTS", "team-payments"},
 		{"negative settle window", "INTENTGATE_RISK_SETTLE_WINDOW", "-1s"},
 		{"budget", "INTENTGATE_BUDGET_AUTH", "0s"},
+		{"body cap below a resolution", "INTENTGATE_MAX_BODY_BYTES", "16383"},
+		{"body cap above 256 KiB", "INTENTGATE_MAX_BODY_BYTES", "262145"},
+		{"body cap not a number", "INTENTGATE_MAX_BODY_BYTES", "64k"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,7 +25,8 @@ var setByLambdaOrDefault = []string{
 	"INTENTGATE_RISK_SETTLE_WINDOW", "INTENTGATE_RELEASE_SETTLE_WINDOW",
 	"INTENTGATE_BUDGET_AUTH", "INTENTGATE_BUDGET_STORE", "INTENTGATE_BUDGET_DOWNSTREAM", "INTENTGATE_BUDGET_RESERVE",
 	"INTENTGATE_MAX_QUEUE_WAIT",
-	"AWS_LAMBDA_LOG_LEVEL", // set by Lambda from LoggingConfig.ApplicationLogLevel
+	"AWS_LAMBDA_LOG_LEVEL",      // set by Lambda from LoggingConfig.ApplicationLogLevel
+	"INTENTGATE_MAX_BODY_BYTES", // the 32 KiB default is the safe choice; no tool needs more
 }
 
 // TestTemplateEnvironmentMatchesFromEnv: every variable template.yaml sets

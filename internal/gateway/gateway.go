@@ -39,6 +39,8 @@ type Config struct {
 // Gateway builds the MCP tools.
 type Gateway struct {
 	cfg Config
+	// visibility is the one rule every tool's answer follows.
+	visibility tools.Visibility
 }
 
 // New validates the configuration.
@@ -49,16 +51,11 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{cfg: cfg}, nil
-}
-
-// writeTools are the names of the write tools, for get_operation lookups.
-func (g *Gateway) writeTools() []string {
-	names := make([]string, 0, len(g.cfg.Writes))
-	for _, w := range g.cfg.Writes {
-		names = append(names, w.Name())
+	families := make([]tools.WriteTool, 0, len(cfg.Writes))
+	for _, w := range cfg.Writes {
+		families = append(families, w)
 	}
-	return names
+	return &Gateway{cfg: cfg, visibility: tools.NewVisibility(families...)}, nil
 }
 
 // writeTool serves a published write tool: the gate, the executor, the
@@ -75,6 +72,11 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			if refused != nil {
 				return refused
 			}
+			// A fresh insert is the caller's own; an answer taken from an
+			// existing operation shows it only to callers who may see it.
+			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
+				return g.failure(ctx, rec, heldByInvisible())
+			}
 			r := w.Render(c, sub)
 			if r.IsError {
 				rec.Code = string(r.Code)
@@ -82,6 +84,16 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			return mcpserver.Result(r.Body, r.IsError)
 		}),
 	}
+}
+
+// heldByInvisible answers a write whose target is already held by an
+// operation the caller may not see (deduplicated onto it, or a key bound
+// to it): nothing was sent, and nothing about that operation (handle,
+// resource id, receipt, state) is shown.
+func heldByInvisible() *tools.Failure {
+	return tools.Fail(tools.CodePreconditionFailed, false, &tools.NextAction{
+		Hint: "ask an operator; do not send it again"},
+		"this target is already held by an operation you may not see; nothing was sent")
 }
 
 // callRecord collects what one call's audit record says.

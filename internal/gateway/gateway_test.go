@@ -120,7 +120,7 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	assert.True(t, res.IsError, "its schema is enforced like every tool's")
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	require.NoError(t, err)

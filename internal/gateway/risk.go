@@ -27,10 +27,7 @@ func (g *Gateway) riskStatusTool() mcpserver.Tool {
 func ptr[T any](v T) *T { return &v }
 
 func (g *Gateway) riskReviewStatus(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	op, _, err := g.lookup(ctx, c, call.Arguments, "review_id")
-	if err == nil && op.Key.Tool != riskreview.ToolRequest {
-		err = tools.Fail(tools.CodeNotFound, false, nil, "no such review")
-	}
+	op, _, err := g.lookup(ctx, c, call.Arguments, "review_id", riskreview.ToolRequest)
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}

@@ -47,23 +47,25 @@ func (g *Gateway) operationTools() []mcpserver.Tool {
 }
 
 // lookup finds the operation named by operation_id (the caller's own key)
-// or by handle, if the caller may see it.
-func (g *Gateway) lookup(ctx context.Context, c tools.Caller, raw json.RawMessage, handleField string) (operation.Operation, map[string]any, error) {
+// or by handle, if the caller may see it (tools.Visibility); tool, when
+// set, is the only write tool whose operations count.
+func (g *Gateway) lookup(ctx context.Context, c tools.Caller, raw json.RawMessage, handleField, tool string) (operation.Operation, map[string]any, error) {
 	var args map[string]any
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return operation.Operation{}, nil, tools.Fail(tools.CodeInvalidArgument, false, nil, "arguments: %v", err)
 	}
+	ref := tools.Ref{Tool: tool}
 	if id, ok := args["operation_id"].(string); ok {
-		op, err := g.cfg.Executor.FindByOperationID(ctx, c, id, g.writeTools())
-		return op, args, err
+		ref.OperationID = id
+	} else {
+		ref.Handle, _ = args[handleField].(string)
 	}
-	handle, _ := args[handleField].(string)
-	op, err := g.cfg.Executor.FindByHandle(ctx, c, handle)
+	op, err := g.cfg.Executor.Find(ctx, g.visibility, c, ref)
 	return op, args, err
 }
 
 func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	op, _, err := g.lookup(ctx, c, call.Arguments, "handle")
+	op, _, err := g.lookup(ctx, c, call.Arguments, "handle", "")
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}
@@ -72,7 +74,7 @@ func (g *Gateway) getOperation(ctx context.Context, call mcpserver.Call, c tools
 }
 
 func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	op, _, err := g.lookup(ctx, c, call.Arguments, "ticket_handle")
+	op, _, err := g.lookup(ctx, c, call.Arguments, "ticket_handle", release.ToolCreate)
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}
@@ -86,8 +88,19 @@ func (g *Gateway) approveRollout(ctx context.Context, call mcpserver.Call, c too
 	return mcpserver.Success(approval)
 }
 
+// family is the write tool family named tool, or nil when this server does
+// not serve it.
+func (g *Gateway) family(tool string) tools.WriteTool {
+	for _, w := range g.cfg.Writes {
+		if w.Name() == tool {
+			return w
+		}
+	}
+	return nil
+}
+
 func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
-	op, args, err := g.lookup(ctx, c, call.Arguments, "handle")
+	op, args, err := g.lookup(ctx, c, call.Arguments, "handle", "")
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}
@@ -96,7 +109,7 @@ func (g *Gateway) resolveOperation(ctx context.Context, call mcpserver.Call, c t
 	evidence, _ := args["evidence"].(string)
 	resourceID, _ := args["resource_id"].(string)
 	effectsRemoved, _ := args["effects_removed"].(bool)
-	settled, err := release.Resolve(ctx, g.cfg.Executor, c, op, resolution, evidence, resourceID, effectsRemoved)
+	settled, err := release.Resolve(ctx, g.cfg.Executor, g.family(op.Key.Tool), c, op, resolution, evidence, resourceID, effectsRemoved)
 	if err != nil {
 		return g.failure(ctx, rec, err)
 	}

@@ -40,6 +40,12 @@ func checkArguments(in *compiledSchema, raw json.RawMessage) (json.RawMessage, s
 	if trimmed[0] != '{' {
 		return nil, "arguments must be a JSON object"
 	}
+	// An undeclared top-level property is the cheapest refusal: one shallow
+	// decode, before the token walk and the schema validation, whose cost
+	// grows with everything nested under it.
+	if problem := findUndeclaredProperty(in.schema, trimmed); problem != "" {
+		return nil, limit(problem)
+	}
 	// Duplicate keys are legal JSON but parsers disagree on which one wins;
 	// the arguments we validate must be the arguments every later reader sees.
 	if problem := findDuplicateKey(trimmed); problem != "" {
@@ -56,6 +62,71 @@ func checkArguments(in *compiledSchema, raw json.RawMessage) (json.RawMessage, s
 		return nil, limit(problem)
 	}
 	return nil, limit(shortenLibraryError(err))
+}
+
+// findUndeclaredProperty names the undeclared top-level properties of data
+// when the schema's root is closed (additionalProperties false). Values are
+// only skipped, not decoded.
+func findUndeclaredProperty(s *jsonschema.Schema, data []byte) string {
+	if !isFalseSchema(s.AdditionalProperties) {
+		return ""
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return "" // the later checks say what is wrong
+	}
+	var unexpected []string
+	for name := range top {
+		if _, declared := s.Properties[name]; !declared && !matchesPatternProperty(s, name) {
+			unexpected = append(unexpected, strconv.Quote(shorten(name, 32)))
+		}
+	}
+	if len(unexpected) == 0 {
+		return findScalarMismatch(s, top)
+	}
+	slices.Sort(unexpected)
+	noun := "property"
+	if len(unexpected) > 1 {
+		noun = "properties"
+	}
+	return fmt.Sprintf("unexpected %s %s", noun, strings.Join(unexpected, ", "))
+}
+
+// findScalarMismatch refuses a container (array or object) where a
+// top-level property's schema admits only scalars: the walks below would
+// otherwise visit every element of, say, a huge array sent as "reason".
+func findScalarMismatch(s *jsonschema.Schema, top map[string]json.RawMessage) string {
+	names := make([]string, 0, len(top))
+	for name := range top {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sub := s.Properties[name]
+		raw := top[name]
+		if sub == nil || len(raw) == 0 || (raw[0] != '[' && raw[0] != '{') {
+			continue
+		}
+		types := sub.Types
+		if sub.Type != "" {
+			types = []string{sub.Type}
+		}
+		if len(types) > 0 && !slices.Contains(types, "array") && !slices.Contains(types, "object") {
+			if len(types) == 1 {
+				return prefixed(name, "must be "+withArticle(types[0]))
+			}
+			return prefixed(name, "must be one of the types "+strings.Join(types, ", "))
+		}
+	}
+	return ""
+}
+
+func shorten(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max]) + "…"
 }
 
 // findDuplicateKey walks data (valid JSON) and describes the first object key

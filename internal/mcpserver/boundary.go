@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Header names this package reads or writes.
@@ -60,12 +62,24 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 //     as X-Request-Id,
 //   - records the JSON-RPC id and the request deadline (the SDK hides the
 //     HTTP request's deadline from tool handlers),
+//   - refuses a body over maxBody after reading at most that much, and one
+//     that is not valid UTF-8 (raw bytes or unpaired surrogate escapes),
+//     before any JSON is decoded: decoders would silently replace them
+//     with U+FFFD, and the request we validate must be the one we store,
 //   - answers unparsable bodies with JSON-RPC parse / invalid-request errors,
-//   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors.
+//   - answers a tools/call of an unknown tool itself, naming the tool only
+//     in a shortened form (the SDK echoes the name at full length),
+//   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors,
+//     and shortens the messages of every 4xx error answer (the SDK quotes
+//     method names and Mcp-Name headers whole).
 type boundary struct {
 	next    http.Handler
 	maxBody int64
+	tools   map[string]bool // registered tool names
 }
+
+// maxEchoedToolName bounds how much of an unknown tool name is echoed.
+const maxEchoedToolName = 64
 
 func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -96,9 +110,18 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 
+	if !utf8.Valid(body) {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid UTF-8")
+		return
+	}
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON")
+		return
+	}
+	if hasUnpairedSurrogate(trimmed) {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError,
+			"parse error: body is not valid UTF-8 (a \\u escape is an unpaired surrogate)")
 		return
 	}
 	var id jsonrpc.ID
@@ -111,12 +134,126 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
 			id = req.ID
 			info.jsonrpcID = fmt.Sprint(req.ID.Raw())
+			if name, unknown := b.unknownTool(req); unknown {
+				writeRPCError(w, invalidParamsStatus(r.Header, req), id, jsonrpc.CodeInvalidParams, "unknown tool "+name)
+				return
+			}
 		}
 	}
 
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	b.next.ServeHTTP(rw, r)
 	rw.finish(id)
+}
+
+// unknownTool reports a tools/call naming a tool that is not registered,
+// with the name quoted and shortened for the answer. Malformed params are
+// left to the SDK.
+func (b *boundary) unknownTool(req *jsonrpc.Request) (string, bool) {
+	if req.Method != "tools/call" || b.tools == nil {
+		return "", false
+	}
+	var params struct {
+		Name *string `json:"name"`
+	}
+	if json.Unmarshal(req.Params, &params) != nil || params.Name == nil || b.tools[*params.Name] {
+		return "", false
+	}
+	name := *params.Name
+	if len(name) <= maxEchoedToolName {
+		return fmt.Sprintf("%q", name), true
+	}
+	cut := maxEchoedToolName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", name[:cut], len(name)), true
+}
+
+// shortenMessage cuts msg to maxErrorMessage runes.
+func shortenMessage(msg string) string {
+	if utf8.RuneCountInString(msg) <= maxErrorMessage {
+		return msg
+	}
+	return string([]rune(msg)[:maxErrorMessage-1]) + "…"
+}
+
+// newProtocol is the first protocol version whose JSON-RPC errors carry an
+// HTTP status (SEP-2575: invalid params is 400).
+const newProtocol = "2026-07-28"
+
+// invalidParamsStatus is the HTTP status of an invalid-params error, as the
+// SDK would send it: 400 from protocol 2026-07-28 on (version in _meta or
+// the MCP-Protocol-Version header), 200 before.
+func invalidParamsStatus(header http.Header, req *jsonrpc.Request) int {
+	version := header.Get("MCP-Protocol-Version")
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &params) == nil {
+		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+			version = v
+		}
+	}
+	if version >= newProtocol {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// hasUnpairedSurrogate reports a \u escape in data (valid JSON) that is a
+// UTF-16 surrogate without its partner. Backslashes occur only inside
+// strings in valid JSON, so no string tracking is needed.
+func hasUnpairedSurrogate(data []byte) bool {
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(data) || data[i+1] != 'u' {
+			i++ // an escaped character, e.g. \\ or \"
+			continue
+		}
+		r, ok := hex4(data[i+2:])
+		if !ok {
+			return false // not valid JSON; json.Valid said otherwise
+		}
+		next := i + 6
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if next+1 >= len(data) || data[next] != '\\' || data[next+1] != 'u' {
+				return true
+			}
+			low, ok := hex4(data[next+2:])
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return true
+			}
+			next += 6
+		}
+		i = next - 1
+	}
+	return false
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // requestIDFor picks the request id: one already in the context, else the
@@ -159,16 +296,30 @@ type rpcErrorWriter struct {
 	capturing   bool
 	status      int
 	captured    bytes.Buffer
+	// capturedJSON: the held-back answer is the SDK's own JSON-RPC error,
+	// rewritten only to shorten its message.
+	capturedJSON bool
 }
+
+// maxErrorMessage bounds the message of a JSON-RPC error the boundary
+// passes on: the SDK's messages quote caller input (a method name, an
+// Mcp-Name header) at full length.
+const maxErrorMessage = 300
 
 func (w *rpcErrorWriter) WriteHeader(status int) {
 	if w.wroteHeader {
 		return
 	}
 	w.wroteHeader = true
-	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
-		w.capturing, w.status = true, status
-		return
+	if status >= 400 {
+		switch ct := w.Header().Get("Content-Type"); {
+		case strings.HasPrefix(ct, "text/plain"):
+			w.capturing, w.status = true, status
+			return
+		case strings.HasPrefix(ct, "application/json"):
+			w.capturing, w.capturedJSON, w.status = true, true, status
+			return
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -200,7 +351,19 @@ func (w *rpcErrorWriter) finish(id jsonrpc.ID) {
 	if !w.capturing {
 		return
 	}
-	message := strings.TrimSpace(w.captured.String())
+	if w.capturedJSON {
+		msg, err := jsonrpc.DecodeMessage(w.captured.Bytes())
+		resp, ok := msg.(*jsonrpc.Response)
+		var rpcErr *jsonrpc.Error
+		if err != nil || !ok || !errors.As(resp.Error, &rpcErr) {
+			w.ResponseWriter.WriteHeader(w.status)
+			_, _ = w.ResponseWriter.Write(w.captured.Bytes())
+			return
+		}
+		writeRPCError(w.ResponseWriter, w.status, resp.ID, rpcErr.Code, shortenMessage(rpcErr.Message))
+		return
+	}
+	message := shortenMessage(strings.TrimSpace(w.captured.String()))
 	code := int64(jsonrpc.CodeInvalidRequest)
 	// The SDK words an unknown method as jsonrpc2.ErrNotHandled
 	// ("JSON RPC not handled: \"x\" unsupported"); a test pins this.

@@ -17,9 +17,16 @@ type Config struct {
 	// Logger receives this package's warnings and the SDK's warnings and
 	// errors (the SDK's per-request info lines are dropped). Nil discards.
 	Logger *slog.Logger
-	// MaxBodyBytes bounds a request body; 0 means the SDK default (4 MiB).
+	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
+
+// DefaultMaxBodyBytes caps a request body. The largest legitimate call
+// (a resolution with 1,000 characters of evidence) is at most 12 KiB even
+// with every character \u-escaped; the cap
+// refuses hostile bodies after reading at most this much, before any JSON
+// is parsed (the SDK's own default is 4 MiB).
+const DefaultMaxBodyBytes = 32 << 10
 
 // New returns the MCP endpoint: the go-sdk streamable HTTP handler in
 // stateless, JSON-response mode serving tools, behind the request boundary
@@ -39,7 +46,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 	}
 	maxBody := cfg.MaxBodyBytes
 	if maxBody <= 0 {
-		maxBody = mcp.DefaultMaxRequestBodyBytes
+		maxBody = DefaultMaxBodyBytes
 	}
 	sdkLogger := slog.New(minLevelHandler{min: slog.LevelWarn, next: logger.Handler()})
 
@@ -78,7 +85,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	return &boundary{next: sdkHandler, maxBody: maxBody}, nil
+	return &boundary{next: sdkHandler, maxBody: maxBody, tools: seen}, nil
 }
 
 // addTool registers with the SDK's low-level Server.AddTool, which leaves

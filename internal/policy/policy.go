@@ -93,6 +93,13 @@ func (g DeployGrants) CanCreateTicket(roles []string, team, service string) Deci
 	return allow("deployer granted service")
 }
 
+// CanSeeService: members of a team granted a service may see the
+// operations on it (any role; seeing is not approving, see
+// CanApproveRollout).
+func (g DeployGrants) CanSeeService(team, service string) bool {
+	return team != "" && service != "" && slices.Contains(g[team], service)
+}
+
 // CanApproveRollout: an operator, or a deployer whose team is granted the
 // ticket's service. Seeing a ticket (same tenant) is not enough to approve
 // its rollout: a tenant-mate without the deployer role, or a deployer of a

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/store"
@@ -11,65 +12,152 @@ import (
 // RoleOperator may read and resolve any operation.
 const RoleOperator = "operator"
 
-// Visible is object-level access to an operation: the same end user, the
-// same tenant (merchant, team), or an operator. Everyone else is told
-// NOT_FOUND, so a handle reveals nothing about operations one may not see.
-func Visible(caller Caller, op operation.Operation) bool {
+// GrantCoverage is implemented by a write tool family whose grants let a
+// caller see operations on a resource beyond the caller's own: a team
+// granted a service sees that service's tickets; a merchant sees the
+// reviews of the orders it owns.
+type GrantCoverage interface {
+	Covers(caller Caller, owner operation.Owner) bool
+}
+
+// Visibility is the one rule deciding which operations a caller may see,
+// used for every tool's answer (a write's result, including a deduplicated
+// one; get_operation; the status tools; approve and resolve; the review
+// packet). A caller sees an operation when
+//   - the caller is an operator, or
+//   - the caller's tenant and subject are the operation's (both, so a token
+//     with the same sub but another merchant sees nothing), or
+//   - a grant of the operation's family covers the resource for the caller.
+//
+// Everything else is answered exactly like an operation that does not
+// exist (NotVisible), at the same cost in store reads.
+type Visibility struct {
+	tools  []string
+	grants map[string]GrantCoverage
+}
+
+// NewVisibility builds the rule for the given write tool families; those
+// implementing GrantCoverage contribute their grants.
+func NewVisibility(families ...WriteTool) Visibility {
+	v := Visibility{grants: map[string]GrantCoverage{}}
+	for _, f := range families {
+		v.tools = append(v.tools, f.Name())
+		if g, ok := f.(GrantCoverage); ok {
+			v.grants[f.Name()] = g
+		}
+	}
+	return v
+}
+
+// CanSee applies the rule to an operation's owner.
+func (v Visibility) CanSee(caller Caller, owner operation.Owner) bool {
 	switch {
 	case caller.HasRole(RoleOperator):
 		return true
-	case op.EndUserID != "" && op.EndUserID == caller.UserID:
-		return true
-	case op.TenantID != "" && op.TenantID == caller.TenantID:
+	case caller.UserID == "":
+		return false
+	case owner.TenantID == caller.TenantID && owner.EndUserID == caller.UserID:
+		// A token without a tenant claim is its own (empty) tenant: it
+		// sees what it created, never another tenant's operations.
 		return true
 	}
-	return false
+	g, ok := v.grants[owner.Tool]
+	return ok && g.Covers(caller, owner)
 }
 
-// FindByHandle reads the operation behind a public handle if the caller
-// may see it.
-func (e *Executor) FindByHandle(ctx context.Context, caller Caller, handle string) (operation.Operation, error) {
-	if err := operation.ValidateHandle(handle); err != nil {
-		return operation.Operation{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
-	}
-	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
-	defer cancel()
-	op, err := e.cfg.Store.Get(sctx, handle)
-	return e.visibleOrFail(caller, op, err)
+// NotVisibleMessage is the one answer for an operation that does not
+// exist, that the caller may not see, or that is of another kind than the
+// tool reads.
+const NotVisibleMessage = "no such operation is visible to you"
+
+// NotVisible is the refusal for an operation the caller cannot see.
+func NotVisible() *Failure { return Fail(CodeNotFound, false, nil, NotVisibleMessage) }
+
+// Ref names an operation the way a caller may: by the operation_id it chose
+// (scoped to its own client), or by the public handle. Tool, when set,
+// restricts the answer to operations of that write tool (a status tool
+// reads only its own family).
+type Ref struct {
+	OperationID string
+	Handle      string
+	Tool        string
 }
 
-// FindByOperationID reads the caller's own operation by the operation_id it
-// chose, trying each write tool's scope (keys are scoped by client and tool).
-func (e *Executor) FindByOperationID(ctx context.Context, caller Caller, operationID string, toolNames []string) (operation.Operation, error) {
-	if err := operation.ValidateOperationID(operationID); err != nil {
-		return operation.Operation{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
+// Find reads the operation ref names if the caller may see it, and
+// otherwise answers NotVisible. Every candidate handle is looked at with a
+// projected read of its owner only (never the whole item), and always all
+// of them, so an unknown key and a foreign one cost the same store reads
+// and get the same answer; only a visible operation is then read whole.
+func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Ref) (operation.Operation, error) {
+	handles, err := v.candidates(caller, ref)
+	if err != nil {
+		return operation.Operation{}, err
 	}
-	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
-	defer cancel()
-	for _, name := range toolNames {
-		key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, name, operationID)
-		if err != nil {
-			return operation.Operation{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
-		}
-		op, err := e.cfg.Store.Get(sctx, key.Handle())
-		if errors.Is(err, store.ErrNotFound) {
+	found := ""
+	for _, h := range handles {
+		owner, err := e.getOwner(ctx, h)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			continue
+		case err != nil:
+			return operation.Operation{}, storeUnavailable(err)
 		}
-		return e.visibleOrFail(caller, op, err)
+		if found == "" && (ref.Tool == "" || owner.Tool == ref.Tool) && v.CanSee(caller, owner) {
+			found = h
+		}
 	}
-	return operation.Operation{}, Fail(CodeNotFound, false, nil, "no operation %q for this client", operationID)
-}
-
-func (e *Executor) visibleOrFail(caller Caller, op operation.Operation, err error) (operation.Operation, error) {
+	if found == "" {
+		return operation.Operation{}, NotVisible()
+	}
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	defer cancel()
+	op, err := e.cfg.Store.Get(sctx, found)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return operation.Operation{}, Fail(CodeNotFound, false, nil, "no such operation")
+		return operation.Operation{}, NotVisible()
 	case err != nil:
-		f := Fail(CodeTemporaryUnavailable, true, nil, "the operation store is unavailable; retry shortly")
-		f.Cause = err
-		return operation.Operation{}, f
-	case !Visible(caller, op):
-		return operation.Operation{}, Fail(CodeNotFound, false, nil, "no such operation")
+		return operation.Operation{}, storeUnavailable(err)
 	}
 	return op, nil
+}
+
+// getOwner is one projected read under its own store budget (each store
+// call gets the budget's store stage, as every other store call does).
+func (e *Executor) getOwner(ctx context.Context, handle string) (operation.Owner, error) {
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	defer cancel()
+	return e.cfg.Store.GetOwner(sctx, handle)
+}
+
+// candidates are the handles ref may name for caller: the handle itself,
+// or the caller's operation_id scoped by each write tool (or by ref.Tool).
+func (v Visibility) candidates(caller Caller, ref Ref) ([]string, error) {
+	if ref.OperationID == "" {
+		if err := operation.ValidateHandle(ref.Handle); err != nil {
+			return nil, Fail(CodeInvalidArgument, false, nil, "%v", err)
+		}
+		return []string{ref.Handle}, nil
+	}
+	if err := operation.ValidateOperationID(ref.OperationID); err != nil {
+		return nil, Fail(CodeInvalidArgument, false, nil, "%v", err)
+	}
+	names := v.tools
+	if ref.Tool != "" && slices.Contains(names, ref.Tool) {
+		names = []string{ref.Tool}
+	}
+	handles := make([]string, 0, len(names))
+	for _, name := range names {
+		key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, name, ref.OperationID)
+		if err != nil {
+			return nil, Fail(CodeInvalidArgument, false, nil, "%v", err)
+		}
+		handles = append(handles, key.Handle())
+	}
+	return handles, nil
+}
+
+func storeUnavailable(err error) *Failure {
+	f := Fail(CodeTemporaryUnavailable, true, nil, "the operation store is unavailable; retry shortly")
+	f.Cause = err
+	return f
 }

@@ -222,12 +222,3 @@ func TestDigestConflictIsRefusedWithoutDispatch(t *testing.T) {
 	assert.Equal(t, tools.CodeIdempotencyConflict, f.Code)
 	assert.Equal(t, int32(1), tool.dispatches.Load())
 }
-
-func TestVisibilityIsTenantOrUserOrOperator(t *testing.T) {
-	op := operation.Operation{EndUserID: "alice", TenantID: "M1"}
-	assert.True(t, tools.Visible(tools.Caller{UserID: "alice"}, op))
-	assert.True(t, tools.Visible(tools.Caller{UserID: "carol", TenantID: "M1"}, op))
-	assert.False(t, tools.Visible(tools.Caller{UserID: "bob", TenantID: "M2"}, op))
-	assert.True(t, tools.Visible(tools.Caller{UserID: "oscar", Roles: []string{tools.RoleOperator}}, op))
-	assert.False(t, tools.Visible(tools.Caller{}, operation.Operation{}), "empty identities never match")
-}

@@ -97,7 +97,7 @@ func TestGetOperationByAKeyAnsweredByDeduplicationFindsTheHolder(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ex.Submit(context.Background(), tool, alice, factArgs("f1", "op-second-0004"), "")
 	require.NoError(t, err)
-	got, err := ex.FindByOperationID(context.Background(), alice, "op-second-0004", []string{tool.Name()})
+	got, err := ex.Find(context.Background(), tools.NewVisibility(tool), alice, tools.Ref{OperationID: "op-second-0004"})
 	require.NoError(t, err)
 	assert.Equal(t, first.Operation.Handle, got.Handle)
 }

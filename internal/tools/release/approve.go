@@ -33,6 +33,10 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 	if d := f.grants.CanApproveRollout(caller.Roles, caller.TenantID, op.Target["service"]); !d.Allow {
 		return Approval{}, tools.Fail(tools.CodeForbidden, false, nil, "no permission to approve rollouts of this service (%s)", d.Reason)
 	}
+	if resolvedBy(op, caller) {
+		return Approval{}, tools.Fail(tools.CodeForbidden, false, nil,
+			"you resolved this operation; its rollout must be approved by another principal")
+	}
 	refuse := func(format string, args ...any) *tools.Failure { return refusal(caller, op, format, args...) }
 	switch op.State {
 	case operation.StateSucceeded:
@@ -61,6 +65,20 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 		return Approval{}, refuse("ticket creation failed without effect; there is no ticket to approve")
 	}
 	return Approval{}, refuse("operation is in state %s; nothing can be approved", op.State)
+}
+
+// resolvedBy: caller is the principal (end-user subject) who recorded an
+// operator resolution of op. Four eyes: whoever settled what the effect is
+// does not also approve acting on it. Compared by subject alone, so the
+// same person under another tenant claim is still the resolver.
+func resolvedBy(op operation.Operation, caller tools.Caller) bool {
+	for _, ev := range op.Journal {
+		if (ev.Type == operation.EventOperatorSucceeded || ev.Type == operation.EventOperatorFailed) &&
+			ev.Actor != "" && ev.Actor == caller.UserID {
+			return true
+		}
+	}
+	return false
 }
 
 // refusal is PRECONDITION_FAILED with get_operation, naming op the way

@@ -98,20 +98,20 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	_, err := f.family.Approve(alice, op)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
-	_, err = release.Resolve(context.Background(), f.ex, alice, op, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, alice, op, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeForbidden)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, "checked release queue", "", false)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "checked release queue", "", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, "MAYBE", "checked", "ticket-9001", false)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, "MAYBE", "checked", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
 	stored, err := f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, stored.State, "refused resolutions change nothing")
 
 	evidence := "Two tickets in the release queue; kept ticket-9001, cancelled ticket-9002 (INC-123)."
-	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionSucceeded, evidence, "ticket-9001", false)
+	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, evidence, "ticket-9001", false)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateSucceeded, settled.State)
 	assert.Equal(t, operation.OutcomeCommittedAndVerified, settled.Outcome)
@@ -131,10 +131,10 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 
 	// The stale copy cannot be resolved again; the settled one is not ESCALATED.
-	_, err = release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "second opinion", "", true)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "second opinion: keep 9002", "ticket-9002", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "changed while it was being resolved")
-	_, err = release.Resolve(context.Background(), f.ex, operator, stored, release.ResolutionFailed, "second opinion", "", true)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, stored, release.ResolutionFailed, "second opinion", "", true)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
 }
@@ -142,7 +142,7 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f)
-	_, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "both tickets look wrong", "", false)
+	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "both tickets look wrong", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "effects_removed")
 	stored, err := f.st.Get(context.Background(), op.Handle)
@@ -153,7 +153,16 @@ func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing
 	assert.True(t, dedup.Deduplicated, "the incident still holds the target: no third ticket")
 
 	evidence := "both tickets cancelled by release team"
-	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, evidence, "", true)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
+	fail = requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "still shows effects", "the statement alone is not enough: the search still finds the tickets")
+	require.True(t, f.sim.RemoveTicket("ticket-9001"))
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
+	fail = requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "ticket-9002", "one ticket left is still an effect")
+	require.True(t, f.sim.RemoveTicket("ticket-9002"))
+
+	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	last := settled.Journal[len(settled.Journal)-1]
@@ -186,7 +195,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 		{"resource named by the operator", noEffect, "ticket-9001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := release.Resolve(context.Background(), f.ex, operator, tc.op, release.ResolutionFailed, "nothing to keep", tc.resourceID, false)
+			_, err := release.Resolve(context.Background(), f.ex, f.family, operator, tc.op, release.ResolutionFailed, "nothing to keep", tc.resourceID, false)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
 			assert.Contains(t, fail.Message, "effects of this operation exist")
 			assert.Contains(t, fail.Message, "effects_removed: true")
@@ -194,7 +203,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 			assert.Equal(t, map[string]string{"handle": tc.op.Handle}, fail.Next.Arguments, "the operator is not shown alice's operation_id")
 		})
 	}
-	_, err := release.Resolve(context.Background(), f.ex, operator, incident, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
+	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, incident, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
 	requireFailure(t, err, tools.CodeInvalidArgument)
 }
 
@@ -210,7 +219,13 @@ func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, op.State)
 
-	settled, err := release.Resolve(context.Background(), f.ex, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
+	// Until the provider's search covers the dispatch, absence is not proven.
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "cannot yet prove")
+	f.clock.Advance(f.family.Recovery().SettleWindow)
+
+	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	assert.Equal(t, "no ticket in the release queue", settled.Journal[len(settled.Journal)-1].Detail)
@@ -261,7 +276,7 @@ func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 	sub, err := f.submit(t, alice, paymentsArgs)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateSucceeded, sub.Operation.State)
-	_, err = release.Resolve(context.Background(), f.ex, operator, sub.Operation, release.ResolutionFailed, "looks wrong", "", false)
+	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, sub.Operation, release.ResolutionFailed, "looks wrong", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "SUCCEEDED")
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -29,27 +30,33 @@ const MaxEvidenceRunes = 1000
 const SourceOperator = "operator"
 
 // Resolve settles an ESCALATED operation of any family on an operator's
-// word: operator_resolved_succeeded or operator_resolved_failed, with the
-// operator as actor and the evidence (an operator's statement, kept in the
-// journal) as detail. A SUCCEEDED resolution must name the resource the
-// operator verified (resourceID, or the one already recorded) and issues
-// the effect receipt for it; without a named resource a dependent action
-// could never tell which effect was meant.
+// word, checked against the provider: operator_resolved_succeeded or
+// operator_resolved_failed, with the operator as actor and the evidence (an
+// operator's statement, kept in the journal) as detail. family is the
+// operation's own write tool family; its provider does the checks.
+//
+// A SUCCEEDED resolution must name the resource the operator verified
+// (resourceID, or the one already recorded), and the provider must confirm
+// it by an authoritative read matching the intended effect: for an incident
+// (several effects), it must be one of the matches a fresh search by
+// intended effect returns, each confirmed by its own read; otherwise the
+// family's read by id (tools.EffectConfirmer) or its probe. Only then is the
+// effect receipt issued. An operator's word alone never makes a receipt.
 //
 // A FAILED resolution releases the business key (the store does it in the
 // same write), so the next request for the same target creates a new
-// effect. When effects are known to exist (an incident_multiple_effects
-// escalation, duplicate resources, a recorded resource_id, or one the
-// operator names) FAILED is therefore refused unless effectsRemoved: the
-// operator states the effects were removed at the provider. That statement
+// effect. It is therefore recorded only when a search by intended effect,
+// taken now, authoritatively finds no effect. When effects were known to
+// exist (an incident, duplicates, a recorded resource, or one the operator
+// names) the operator must also state their removal (effectsRemoved), which
 // is kept in the journal with the evidence.
 //
 // Errors are *tools.Failure: FORBIDDEN for non-operators, PRECONDITION_FAILED
-// when the operation is not ESCALATED (or moved on meanwhile) or a FAILED
-// resolution would release a key whose effects still exist,
-// INVALID_ARGUMENT for a bad resolution or evidence, TEMPORARY_UNAVAILABLE
-// when the store could not be written.
-func Resolve(ctx context.Context, ex *tools.Executor, caller tools.Caller, op operation.Operation,
+// when the operation is not ESCALATED (or moved on meanwhile), when the
+// provider does not confirm the named resource, or when effects are still
+// found; INVALID_ARGUMENT for a bad resolution or evidence;
+// TEMPORARY_UNAVAILABLE when the provider or the store could not be asked.
+func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, caller tools.Caller, op operation.Operation,
 	resolution, evidence, resourceID string, effectsRemoved bool) (operation.Operation, error) {
 	if d := policy.CanResolve(caller.Roles); !d.Allow {
 		return operation.Operation{}, tools.Fail(tools.CodeForbidden, false, nil, "only operators resolve operations (%s)", d.Reason)
@@ -70,6 +77,10 @@ func Resolve(ctx context.Context, ex *tools.Executor, caller tools.Caller, op op
 	if resourceID != "" && !validResourceID(resourceID) {
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "resource_id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
 	}
+	if family == nil || family.Name() != op.Key.Tool {
+		return operation.Operation{}, tools.Fail(tools.CodePreconditionFailed, false, next,
+			"this server cannot reach the provider of %s operations to check a resolution", op.Key.Tool)
+	}
 
 	ev := operation.Event{At: ex.Now(), Actor: caller.UserID, Source: SourceOperator, Detail: evidence}
 	switch resolution {
@@ -85,6 +96,9 @@ func Resolve(ctx context.Context, ex *tools.Executor, caller tools.Caller, op op
 			return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
 				"a SUCCEEDED resolution must name the resource (resource_id) the operator verified")
 		}
+		if err := confirmKept(ctx, ex, family, op, resourceID, next); err != nil {
+			return operation.Operation{}, err
+		}
 		ev.Type, ev.Result = operation.EventOperatorSucceeded, "resolved_succeeded"
 		ev.ResourceID, ev.Receipt = resourceID, tools.Receipt(op.Handle, resourceID)
 	case ResolutionFailed:
@@ -93,6 +107,9 @@ func Resolve(ctx context.Context, ex *tools.Executor, caller tools.Caller, op op
 				"effects of this operation exist (%s); FAILED would release the target and the next request would create another. "+
 					"Resolve SUCCEEDED with the resource_id to keep, or remove the effects at the provider and resolve FAILED with effects_removed: true",
 				effectsSummary(op, resourceID))
+		}
+		if err := confirmAbsent(ctx, ex, family, op, next); err != nil {
+			return operation.Operation{}, err
 		}
 		ev.Type, ev.Result = operation.EventOperatorFailed, "resolved_failed"
 		ev.ResourceID = resourceID
@@ -113,6 +130,64 @@ func Resolve(ctx context.Context, ex *tools.Executor, caller tools.Caller, op op
 			"the resolution could not be recorded; read the operation before resolving again")
 	}
 	return settled, nil
+}
+
+// confirmKept asks the provider whether resourceID is op's effect: one of
+// the confirmed matches of a fresh search for an incident, else the
+// family's authoritative read by id, else one of its probe's matches.
+func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, resourceID string, next *tools.NextAction) error {
+	dctx, cancel := ex.Budget().DownstreamContext(ctx)
+	defer cancel()
+	confirmer, canRead := family.(tools.EffectConfirmer)
+	var err error
+	if canRead && !incident(op) {
+		err = confirmer.Confirm(dctx, op, resourceID)
+	} else {
+		var res tools.ProbeResult
+		res, err = family.Probe(dctx, op)
+		if err == nil && !slices.Contains(res.Matches, resourceID) {
+			err = fmt.Errorf("%s is not among the confirmed matches (%s): %w", resourceID, strings.Join(res.Matches, ", "), ErrNotConfirmed)
+		}
+	}
+	switch {
+	case errors.Is(err, ErrNotConfirmed):
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider does not confirm %s as this operation's intended effect; nothing was recorded", resourceID)
+	case err != nil:
+		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
+			"the provider could not be asked to confirm %s; nothing was recorded; resolve again shortly", resourceID)
+		f.Cause = err
+		return f
+	}
+	return nil
+}
+
+// confirmAbsent asks the provider, by a search for the intended effect,
+// whether any effect of op exists now; FAILED needs an authoritative none.
+func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, next *tools.NextAction) error {
+	dctx, cancel := ex.Budget().DownstreamContext(ctx)
+	defer cancel()
+	res, err := family.Probe(dctx, op)
+	switch {
+	case err != nil:
+		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
+			"the provider could not be searched for this operation's effects; nothing was recorded; resolve again shortly")
+		f.Cause = err
+		return f
+	case len(res.Matches) > 0:
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider still shows effects of this operation (%s); remove them before resolving FAILED, or resolve SUCCEEDED keeping one",
+			strings.Join(res.Matches, ", "))
+	case !res.Authoritative:
+		return tools.Fail(tools.CodePreconditionFailed, true, next,
+			"the provider's search cannot yet prove that no effect exists (%s); resolve again later", res.Detail)
+	}
+	return nil
+}
+
+// incident: the operation is known to have produced more than one effect.
+func incident(op operation.Operation) bool {
+	return op.Outcome == operation.OutcomeIncidentMultipleEffects || op.DuplicateResources > 0
 }
 
 // EffectsRemovedStatement is appended to the journal detail of a FAILED

@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// ownerProjection names the attributes GetOwner reads (all through
+// placeholders: several are DynamoDB reserved words).
+var ownerProjection = struct {
+	expr  string
+	names map[string]string
+}{
+	expr: "#h, #t, #c, #u, #n, #g, #k, #o",
+	names: map[string]string{"#h": "handle", "#t": "tool", "#c": "client_id", "#u": "end_user",
+		"#n": "tenant", "#g": "target", "#k": "kind", "#o": "operation_pk"},
+}
+
+// GetOwner reads only the owner attributes of the operation behind handle
+// (a consistent, projected GetItem): enough to decide visibility without
+// reading the journal, payload or outcome of an operation the caller may
+// not see. ErrNotFound when there is none. A key first answered by
+// deduplication holds a binding: its owner is the bound operation's.
+func (s *Store) GetOwner(ctx context.Context, handle string) (operation.Owner, error) {
+	if err := operation.ValidateHandle(handle); err != nil {
+		return operation.Owner{}, fmt.Errorf("get owner: %w", err)
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.cfg.Table),
+		Key:                      pkKey(opPK(handle)),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String(ownerProjection.expr),
+		ExpressionAttributeNames: ownerProjection.names,
+	})
+	if err != nil {
+		return operation.Owner{}, fmt.Errorf("get owner %s: %w", handle, err)
+	}
+	if len(out.Item) == 0 {
+		return operation.Owner{}, fmt.Errorf("get owner %s: %w", handle, ErrNotFound)
+	}
+	var it opItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return operation.Owner{}, fmt.Errorf("get owner %s: decode: %w", handle, err)
+	}
+	if isBinding(out.Item) {
+		var b bindingItem
+		if err := attributevalue.UnmarshalMap(out.Item, &b); err != nil {
+			return operation.Owner{}, fmt.Errorf("get owner %s: decode binding: %w", handle, err)
+		}
+		holder := strings.TrimPrefix(b.Holder, opPrefix)
+		if holder == handle || holder == "" {
+			return operation.Owner{}, fmt.Errorf("get owner %s: binding names no other operation: %w", handle, ErrNotFound)
+		}
+		return s.GetOwner(ctx, holder)
+	}
+	return operation.Owner{Handle: it.Handle, Tool: it.Tool, ClientID: it.ClientID,
+		EndUserID: it.EndUserID, TenantID: it.TenantID, Target: it.Target}, nil
+}
