@@ -161,6 +161,8 @@ func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "ticket-9002", "one ticket left is still an effect")
 	require.True(t, f.sim.RemoveTicket("ticket-9002"))
+	// Absence is proven only once the search covers the commit horizon.
+	f.clock.Advance(untilCommitHorizon(t, f, op))
 
 	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
 	require.NoError(t, err)
@@ -223,7 +225,7 @@ func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
 	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "cannot yet prove")
-	f.clock.Advance(f.family.Recovery().SettleWindow)
+	f.clock.Advance(untilCommitHorizon(t, f, op))
 
 	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
 	require.NoError(t, err)
@@ -283,4 +285,16 @@ func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 	stored, err := f.st.Get(context.Background(), sub.Operation.Handle)
 	require.NoError(t, err)
 	assert.Equal(t, sub.Operation.Version, stored.Version)
+}
+
+// untilCommitHorizon is how far the clock must move before the provider's
+// search can prove op absent: past the settle window and past the latest
+// commit deadline op's dispatches carried.
+func untilCommitHorizon(t *testing.T, f fixture, op operation.Operation) time.Duration {
+	t.Helper()
+	wait := f.family.Recovery().SettleWindow
+	if horizon, ok := op.CommitHorizon(); ok {
+		wait = max(wait, horizon.Sub(f.clock.Now()))
+	}
+	return wait
 }
