@@ -38,6 +38,11 @@ type Config struct {
 	BatchLimit int
 	// MaxPerInvocation bounds the operations one Sweep examines.
 	MaxPerInvocation int
+	// MaxParkPerInvocation bounds the operations one Sweep parks (those of
+	// a tool it has no family for), whether or not the park applied; default ten times
+	// MaxPerInvocation. Parking is one small write each and happens once
+	// per operation, so a large backlog of them clears in a few sweeps.
+	MaxParkPerInvocation int
 	// Reserve: stop taking new work when the context has less than this
 	// left, so what was started is recorded before the Lambda ends.
 	Reserve time.Duration
@@ -106,6 +111,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxPerInvocation < 1 {
 		return nil, fmt.Errorf("reconcile: MaxPerInvocation must be positive, got %d", cfg.MaxPerInvocation)
+	}
+	if cfg.MaxParkPerInvocation == 0 {
+		cfg.MaxParkPerInvocation = 10 * cfg.MaxPerInvocation
+	}
+	if cfg.MaxParkPerInvocation < 1 {
+		return nil, fmt.Errorf("reconcile: MaxParkPerInvocation must be positive, got %d", cfg.MaxParkPerInvocation)
 	}
 	if cfg.Reserve == 0 {
 		// Never less than what the budget keeps back for a store write:

@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
 )
 
 // Why a Sweep stopped.
 const (
-	StoppedDrained  = "drained"            // nothing more is due
-	StoppedMax      = "max_per_invocation" // MaxPerInvocation examined
-	StoppedDeadline = "deadline_reserve"   // less than Reserve left
+	StoppedDrained  = "drained"                   // nothing more is due
+	StoppedMax      = "max_per_invocation"        // MaxPerInvocation examined
+	StoppedMaxPark  = "max_parked_per_invocation" // MaxParkPerInvocation parked
+	StoppedDeadline = "deadline_reserve"          // less than Reserve left
 )
 
 // SweepReport summarises one Sweep.
@@ -24,7 +28,13 @@ type SweepReport struct {
 	ClaimsLost  int
 	ItemsRead   int // items the engine read from the due index
 	Errors      int // operations whose reconciliation failed (retried next sweep)
-	Stopped     string
+	// Unrunnable counts due operations of a tool this reconciler has no
+	// family for, found in the shards and parked (moved to their tool's
+	// parked partition, which only a reconciler with the family reads).
+	// They need an operator or a reconciler with the family: the
+	// unrunnable-operations alarm watches this.
+	Unrunnable int
+	Stopped    string
 	// OldestUnknownAge is the largest now - CreatedAt over the UNKNOWN
 	// operations this sweep examined, taken before reconciling them (so an
 	// operation the sweep resolves still counts); 0 when it examined none.
@@ -35,59 +45,89 @@ type SweepReport struct {
 	OldestRetryableAge time.Duration
 }
 
-// Sweep pages through the due index (never a table scan) and reconciles
-// each due operation, within MaxPerInvocation and ctx's remaining time
-// minus Reserve. A failure on one operation is counted and logged; the
-// next sweep sees it again. Only a failing index query is returned as an
-// error.
-func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
-	var rep SweepReport
+// Sweep reads the due index (never a table scan): every swept shard and the
+// parked entries of its own tools, merged oldest first, and reconciles each
+// due operation, within MaxPerInvocation and ctx's remaining time minus
+// Reserve. An operation of a tool it has no family for is parked instead
+// and does not count against MaxPerInvocation, so such operations never
+// starve the ones it can run. A failure on one operation is counted and
+// logged; the next sweep sees it again. Only a failing index read is
+// returned as an error.
+func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 	now := s.cfg.Executor.Now()
-	cursor := ""
+	tools := slices.Sorted(maps.Keys(s.cfg.Families))
+	_, shards := s.st.DueShards()
+	reader := s.st.NewDueReader(now, store.DueReaderOptions{
+		// Small pages across many partitions: what is read but never
+		// examined when the sweep stops is at most one page per partition.
+		PageLimit:   min(s.cfg.BatchLimit, max(1, ceilDiv(s.cfg.MaxPerInvocation, shards+len(tools)))),
+		ParkedTools: tools,
+	})
+	defer func() { rep.ItemsRead = reader.ItemsRead() }()
+	parkTries := 0
 	for {
-		if stop := s.stopReason(ctx, rep.Examined); stop != "" {
+		if stop := s.stopReason(ctx, rep.Examined, parkTries); stop != "" {
 			rep.Stopped = stop
 			return rep, nil
 		}
-		limit := min(s.cfg.BatchLimit, s.cfg.MaxPerInvocation-rep.Examined)
-		sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
-		page, err := s.st.Due(sctx, now, limit, cursor)
+		rctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+		op, ok, rerr := reader.Next(rctx)
 		cancel()
-		if err != nil {
-			return rep, fmt.Errorf("sweep: %w", err)
+		if rerr != nil {
+			return rep, fmt.Errorf("sweep: %w", rerr)
 		}
-		rep.ItemsRead += page.ItemsRead
-		for _, op := range page.Operations {
-			if stop := s.stopReason(ctx, rep.Examined); stop != "" {
-				rep.Stopped = stop
-				return rep, nil
-			}
-			rep.Examined++
-			if op.State == operation.StateUnknown {
-				rep.OldestUnknownAge = max(rep.OldestUnknownAge, now.Sub(op.CreatedAt))
-			}
-			if op.State == operation.StateRetryable {
-				rep.OldestRetryableAge = max(rep.OldestRetryableAge, now.Sub(op.CreatedAt))
-			}
-			res, err := s.Reconcile(ctx, op)
-			if err != nil {
-				rep.Errors++
-				s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "reconcile failed",
-					slog.String("handle", op.Handle), slog.String("error", err.Error()))
-			}
-			rep.add(res)
-		}
-		if page.Cursor == "" {
+		if !ok {
 			rep.Stopped = StoppedDrained
 			return rep, nil
 		}
-		cursor = page.Cursor
+		if _, runnable := s.cfg.Families[op.Key.Tool]; !runnable {
+			parkTries++
+			s.park(ctx, op, &rep)
+			continue
+		}
+		rep.Examined++
+		if op.State == operation.StateUnknown {
+			rep.OldestUnknownAge = max(rep.OldestUnknownAge, now.Sub(op.CreatedAt))
+		}
+		if op.State == operation.StateRetryable {
+			rep.OldestRetryableAge = max(rep.OldestRetryableAge, now.Sub(op.CreatedAt))
+		}
+		res, rerr := s.Reconcile(ctx, op)
+		if rerr != nil {
+			rep.Errors++
+			s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "reconcile failed",
+				slog.String("handle", op.Handle), slog.String("error", rerr.Error()))
+		}
+		rep.add(res)
 	}
 }
 
-func (s *Service) stopReason(ctx context.Context, examined int) string {
+// park moves an operation no family here can run out of the shards.
+func (s *Service) park(ctx context.Context, op operation.Operation, rep *SweepReport) {
+	pctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	parked, err := s.st.Park(pctx, op)
+	cancel()
+	switch {
+	case err != nil:
+		rep.Errors++
+		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "park failed",
+			slog.String("handle", op.Handle), slog.String("tool", op.Key.Tool), slog.String("error", err.Error()))
+	case parked:
+		rep.Unrunnable++
+		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelWarn, "operation parked: no tool family here",
+			slog.String("handle", op.Handle), slog.String("tool", op.Key.Tool), slog.String("state", string(op.State)),
+			slog.String("parked_key", store.ParkedKey(op.Key.Tool)))
+	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func (s *Service) stopReason(ctx context.Context, examined, parkTries int) string {
 	if examined >= s.cfg.MaxPerInvocation {
 		return StoppedMax
+	}
+	if parkTries >= s.cfg.MaxParkPerInvocation {
+		return StoppedMaxPark
 	}
 	if left, bounded := remaining(ctx); bounded && left < s.cfg.Reserve {
 		return StoppedDeadline

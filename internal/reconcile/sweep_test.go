@@ -3,17 +3,24 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/policy"
+	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
 // writeSettled writes n settled operation items straight into the table
@@ -132,4 +139,108 @@ func TestSweepWithoutUnknownReportsZeroAge(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Examined, "the lost lease was examined")
 	assert.Zero(t, rep.OldestUnknownAge)
+}
+
+// storedOpOf inserts a PENDING operation of tool straight into the store,
+// as an MCP server with that tool switched on would.
+func (f fixture) storedOpOf(t *testing.T, tool, operationID string, lease time.Duration) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey(caller.ClientID, tool, operationID)
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(tool, caller.UserID, map[string]string{"id": operationID})
+	require.NoError(t, err)
+	bk, err := operation.NewBusinessKey("foreign", operationID, "x", "1")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: caller.UserID, TenantID: caller.TenantID,
+		Target: map[string]string{"id": operationID}, Payload: map[string]string{"id": operationID},
+	}, f.clock.Now(), lease)
+	require.NoError(t, err)
+	res, err := f.st.InsertIfAbsent(context.Background(), op)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Kind)
+	return res.Operation
+}
+
+// Operations of a tool this reconciler has no family for (ticket tools
+// switched off here) are older than everything else and more than one
+// invocation may examine: they must not starve the operation it can run.
+func TestSweepIsNotBlockedByOperationsNoFamilyCanRun(t *testing.T) {
+	f := newFixture(t)
+	svc := f.serviceWith(t, func(c *reconcile.Config) { c.BatchLimit, c.MaxPerInvocation = 2, 3 })
+	var foreign []operation.Operation
+	for i := range 5 {
+		foreign = append(foreign, f.storedOpOf(t, release.ToolCreate, fmt.Sprintf("op-ticket-%04d", i), time.Minute))
+	}
+	f.clock.Advance(30 * time.Second)
+	mine := f.storedOp(t, "op-mine-0001", orderID(60), time.Minute)
+	f.clock.Advance(2 * time.Minute)
+
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 0, rep.Errors)
+	assert.Equal(t, 1, rep.Examined, "only the operation it can run counts against the bound")
+	for _, op := range foreign {
+		assert.Equal(t, store.ParkedKey(release.ToolCreate), f.indexKey(t, op.Handle))
+	}
+	assert.Equal(t, operation.StateUnknown, f.get(t, mine.Handle).State, "its lost lease was handled")
+	for _, op := range foreign {
+		got := f.get(t, op.Handle)
+		assert.Equal(t, operation.StatePending, got.State)
+		assert.Equal(t, op.DueAt, got.DueAt, "it keeps its due_at")
+		assert.Equal(t, op.Version, got.Version)
+	}
+	assert.Equal(t, 5, rep.Unrunnable, "each is counted for the alarm")
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+
+	// Parked, they are not read again by a reconciler without the family.
+	f.clock.Advance(time.Minute)
+	mine = f.storedOp(t, "op-mine-0002", orderID(61), time.Minute)
+	f.clock.Advance(2 * time.Minute)
+	rep, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 0, rep.Unrunnable)
+	assert.Equal(t, 0, rep.Errors)
+	assert.Equal(t, rep.Examined, rep.ItemsRead, "every item read was one it can run: the parked entries are not read")
+	assert.NotEqual(t, operation.StatePending, f.get(t, mine.Handle).State, "its lost lease was handled")
+
+	// A reconciler that has the family finds them in their parked
+	// partition, and its transition puts each back into its shard.
+	tickets := release.New(f.releaseClient(t), policy.DeployGrants{}, release.RecoveryForLag(0))
+	withTickets := f.service(t, f.family, tickets)
+	rep, err = withTickets.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rep.Examined, 5)
+	assert.Equal(t, 0, rep.Unrunnable)
+	assert.Equal(t, 0, rep.Errors)
+	for _, op := range foreign {
+		assert.NotEqual(t, operation.StatePending, f.get(t, op.Handle).State, "its lost lease was handled")
+		assert.NotContains(t, f.indexKey(t, op.Handle), "parked#", "back in its shard")
+	}
+}
+
+// indexKey is the due-index partition key of handle's item ("" if none).
+func (f fixture) indexKey(t *testing.T, handle string) string {
+	t.Helper()
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: &f.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}},
+	})
+	require.NoError(t, err)
+	if v, ok := out.Item["gsi1pk"].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// releaseClient is a Release API client on a simulator that shares the
+// fixture's clock.
+func (f fixture) releaseClient(t *testing.T) *provider.ReleaseClient {
+	t.Helper()
+	sim := releaseapi.New(releaseapi.Config{APIKey: "release-test-key", Clock: f.clock.Now, HoldLimit: 5 * time.Second})
+	server := httptest.NewServer(sim)
+	t.Cleanup(server.Close)
+	client, err := provider.NewReleaseClient(provider.ReleaseConfig{BaseURL: server.URL, APIKey: "release-test-key", MaxConns: 4, Timeout: time.Second})
+	require.NoError(t, err)
+	return client
 }

@@ -4,7 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,72 +27,371 @@ const DueIndex = "due"
 // MaxDueLimit bounds one page of due work.
 const MaxDueLimit = 100
 
+// Shard counts of the due index. One index partition key value takes about
+// 1,000 write units per second, so the entries are spread over N values
+// derived from the handle (docs/capacity.md sizes N).
+const (
+	DefaultDueShards = 16
+	MaxDueShards     = 256
+)
+
+// Partition key values of the due index. Shard 0 is "due" (the key of the
+// unsharded index, so entries written before sharding are shard 0) and
+// shard i > 0 is "due#i": the keys of a smaller shard count are a prefix of
+// the keys of a larger one, so reading shards 0..M-1 finds every entry
+// written under any count up to M.
+const (
+	dueShardPrefix = "due#"
+	// parkedPrefix + tool: entries a reconciler without the tool's family
+	// moved out of the shards, so they never block the sweep. Only a
+	// reconciler that has the family reads them.
+	parkedPrefix = "parked#"
+)
+
+func dueShardName(i int) string {
+	if i == 0 {
+		return dueShard
+	}
+	return dueShardPrefix + strconv.Itoa(i)
+}
+
+// DueShardOf is the shard a handle's entry is written to under a count of
+// shards: every replica with the same count agrees.
+func DueShardOf(handle string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(handle)) // a hash.Hash never fails to write
+	return int(h.Sum32() % uint32(shards))
+}
+
+// dueKey is the index partition key this store writes for handle.
+func (s *Store) dueKey(handle string) string {
+	return dueShardName(DueShardOf(handle, s.cfg.DueShards))
+}
+
+// ParkedKey is the index partition key of the entries parked for tool.
+func ParkedKey(tool string) string { return parkedPrefix + tool }
+
+// validateDueShards fills and checks the shard settings of cfg.
+func validateDueShards(cfg *Config) error {
+	if cfg.DueShards == 0 {
+		cfg.DueShards = DefaultDueShards
+	}
+	if cfg.DueShards < 1 || cfg.DueShards > MaxDueShards {
+		return fmt.Errorf("store: due shards must be 1 to %d, got %d", MaxDueShards, cfg.DueShards)
+	}
+	if cfg.SweptDueShards == 0 {
+		cfg.SweptDueShards = cfg.DueShards
+	}
+	if cfg.SweptDueShards < cfg.DueShards || cfg.SweptDueShards > MaxDueShards {
+		return fmt.Errorf("store: swept due shards must be %d (the written count) to %d, got %d; it is the largest shard count any writer still uses",
+			cfg.DueShards, MaxDueShards, cfg.SweptDueShards)
+	}
+	return nil
+}
+
+// DueShards is the number of shards this store writes to and the number
+// its due reads cover (at least as many).
+func (s *Store) DueShards() (written, swept int) { return s.cfg.DueShards, s.cfg.SweptDueShards }
+
 // DuePage is one page of operations the reconciler must look at.
 type DuePage struct {
 	Operations []operation.Operation
 	// Cursor continues the query; empty when there is nothing more.
 	Cursor string
 	// ItemsRead is what the engine read for this page (ScannedCount): only
-	// due items, since the index holds nothing else.
+	// due items, since the index holds nothing else. An item read but left
+	// for the next page (a later one from another shard came first) is
+	// read again then.
 	ItemsRead int
 }
 
-// Due queries the sparse index for operations due at or before now, oldest
-// first. Never a Scan: settled operations are not in the index at all.
+// Due reads the due index for operations due at or before now, oldest
+// first across all swept shards, at most limit of them. Never a Scan:
+// settled operations are not in the index at all. Sweeps use NewDueReader,
+// which never reads an item twice.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int, cursor string) (DuePage, error) {
 	if limit < 1 || limit > MaxDueLimit {
 		return DuePage{}, fmt.Errorf("due: %w: limit must be 1 to %d", operation.ErrInvalid, MaxDueLimit)
 	}
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.cfg.Table),
-		IndexName:              aws.String(DueIndex),
-		KeyConditionExpression: aws.String("gsi1pk = :due AND gsi1sk <= :now"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":due": &types.AttributeValueMemberS{Value: dueShard},
-			":now": &types.AttributeValueMemberS{Value: formatTime(now)},
-		},
-		Limit: aws.Int32(int32(limit)),
-	}
+	r := s.NewDueReader(now, DueReaderOptions{PageLimit: limit})
 	if cursor != "" {
-		start, err := decodeCursor(cursor)
+		starts, err := decodeCursor(cursor, r.allowed())
 		if err != nil {
 			return DuePage{}, fmt.Errorf("due: %w", err)
 		}
-		in.ExclusiveStartKey = start
+		r.restart(starts)
 	}
-	out, err := s.db.Query(ctx, in)
-	if err != nil {
-		return DuePage{}, fmt.Errorf("due: query: %w", err)
-	}
-	page := DuePage{ItemsRead: int(out.ScannedCount)}
-	for _, raw := range out.Items {
-		var it opItem
-		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-			return DuePage{}, fmt.Errorf("due: decode: %w", err)
-		}
-		op, err := fromItem(it)
+	var page DuePage
+	for len(page.Operations) < limit {
+		op, ok, err := r.Next(ctx)
 		if err != nil {
-			return DuePage{}, fmt.Errorf("due: %w", err)
+			return DuePage{}, err
+		}
+		if !ok {
+			break
 		}
 		page.Operations = append(page.Operations, op)
 	}
-	if len(out.LastEvaluatedKey) > 0 {
-		if page.Cursor, err = encodeCursor(out.LastEvaluatedKey); err != nil {
-			return DuePage{}, fmt.Errorf("due: %w", err)
-		}
+	page.ItemsRead = r.ItemsRead()
+	c, err := encodeCursor(r.positions())
+	if err != nil {
+		return DuePage{}, fmt.Errorf("due: %w", err)
 	}
+	page.Cursor = c
 	return page, nil
 }
 
-// The cursor carries only the three string key attributes of the index.
-func encodeCursor(key map[string]types.AttributeValue) (string, error) {
-	plain := map[string]string{}
-	for k, v := range key {
-		sv, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			return "", fmt.Errorf("cursor attribute %s is not a string", k)
+// DueReaderOptions configures a DueReader.
+type DueReaderOptions struct {
+	// PageLimit is the items one query of one shard reads (1 to
+	// MaxDueLimit; default 25). Smaller pages leave fewer items read but
+	// not taken when the reader is abandoned.
+	PageLimit int
+	// ParkedTools: also read the entries parked for these tools (the
+	// families the caller can run).
+	ParkedTools []string
+}
+
+// DueReader merges the due index's partitions (every swept shard and the
+// parked entries of the caller's tools), each read in due order, into one
+// stream with the oldest work first. The first pages of all partitions are
+// read in parallel; afterwards a partition is read again only when its
+// buffer is empty, so no item is read twice. Not safe for concurrent use.
+type DueReader struct {
+	st    *Store
+	now   time.Time
+	limit int
+	parts []*duePart
+	read  int
+}
+
+type duePart struct {
+	key string
+	buf []opItem
+	// start is the ExclusiveStartKey of the next query (nil: from the
+	// beginning); last is the key of the last item taken from buf.
+	start map[string]types.AttributeValue
+	last  map[string]types.AttributeValue
+	more  bool // the engine may hold more after start
+	// lastScanned is the ScannedCount of the last query, collected by fill.
+	lastScanned int
+}
+
+// NewDueReader reads what is due at or before now.
+func (s *Store) NewDueReader(now time.Time, o DueReaderOptions) *DueReader {
+	limit := o.PageLimit
+	if limit < 1 || limit > MaxDueLimit {
+		limit = 25
+	}
+	r := &DueReader{st: s, now: now, limit: limit}
+	for i := range s.cfg.SweptDueShards {
+		r.parts = append(r.parts, &duePart{key: dueShardName(i), more: true})
+	}
+	tools := slices.Clone(o.ParkedTools)
+	slices.Sort(tools)
+	for _, tool := range slices.Compact(tools) {
+		r.parts = append(r.parts, &duePart{key: ParkedKey(tool), more: true})
+	}
+	return r
+}
+
+// Partitions is the number of index partition keys the reader merges.
+func (r *DueReader) Partitions() int { return len(r.parts) }
+
+// ItemsRead is what the engine has read so far (ScannedCount).
+func (r *DueReader) ItemsRead() int { return r.read }
+
+// Next returns the oldest due operation not yet returned; ok is false when
+// nothing more is due.
+func (r *DueReader) Next(ctx context.Context) (operation.Operation, bool, error) {
+	var need []*duePart
+	for _, p := range r.parts {
+		if len(p.buf) == 0 && p.more {
+			need = append(need, p)
 		}
-		plain[k] = sv.Value
+	}
+	if err := r.fill(ctx, need); err != nil {
+		return operation.Operation{}, false, err
+	}
+	var best *duePart
+	for _, p := range r.parts {
+		if len(p.buf) > 0 && (best == nil || p.buf[0].GSI1SK < best.buf[0].GSI1SK) {
+			best = p
+		}
+	}
+	if best == nil {
+		return operation.Operation{}, false, nil
+	}
+	it := best.buf[0]
+	best.buf = best.buf[1:]
+	best.last = indexKey(it)
+	op, err := fromItem(it)
+	if err != nil {
+		return operation.Operation{}, false, fmt.Errorf("due: %w", err)
+	}
+	return op, true, nil
+}
+
+// fill reads the next page of each part, in parallel, until each has an
+// item or is known to be exhausted.
+func (r *DueReader) fill(ctx context.Context, parts []*duePart) error {
+	for len(parts) > 0 {
+		errs := make([]error, len(parts))
+		var wg sync.WaitGroup
+		for i, p := range parts {
+			wg.Go(func() { errs[i] = r.query(ctx, p) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		var again []*duePart
+		for _, p := range parts {
+			r.read += p.scanned()
+			if len(p.buf) == 0 && p.more {
+				again = append(again, p)
+			}
+		}
+		parts = again
+	}
+	return nil
+}
+
+// query reads one page of p. It runs in parallel with other parts' queries
+// and touches only p.
+func (r *DueReader) query(ctx context.Context, p *duePart) error {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(r.st.cfg.Table),
+		IndexName:              aws.String(DueIndex),
+		KeyConditionExpression: aws.String("gsi1pk = :due AND gsi1sk <= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":due": &types.AttributeValueMemberS{Value: p.key},
+			":now": &types.AttributeValueMemberS{Value: formatTime(r.now)},
+		},
+		Limit:             aws.Int32(int32(r.limit)),
+		ExclusiveStartKey: p.start,
+	}
+	out, err := r.st.db.Query(ctx, in)
+	if err != nil {
+		return fmt.Errorf("due: query %s: %w", p.key, err)
+	}
+	p.buf = p.buf[:0]
+	for _, raw := range out.Items {
+		var it opItem
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+			return fmt.Errorf("due: decode: %w", err)
+		}
+		p.buf = append(p.buf, it)
+	}
+	p.lastScanned = int(out.ScannedCount)
+	p.start = out.LastEvaluatedKey
+	p.more = len(out.LastEvaluatedKey) > 0
+	return nil
+}
+
+func (p *duePart) scanned() int {
+	n := p.lastScanned
+	p.lastScanned = 0
+	return n
+}
+
+// indexKey is the ExclusiveStartKey that continues a query after it.
+func indexKey(it opItem) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK:     &types.AttributeValueMemberS{Value: it.PK},
+		attrGSI1PK: &types.AttributeValueMemberS{Value: it.GSI1PK},
+		attrGSI1SK: &types.AttributeValueMemberS{Value: it.GSI1SK},
+	}
+}
+
+// allowed is the set of partition keys this reader may be positioned in.
+func (r *DueReader) allowed() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range r.parts {
+		m[p.key] = true
+	}
+	return m
+}
+
+// positions is where each partition with anything left continues: after
+// the last item taken, or where the last query ended when all its items
+// were taken. A partition absent is exhausted.
+func (r *DueReader) positions() map[string]map[string]types.AttributeValue {
+	pos := map[string]map[string]types.AttributeValue{}
+	for _, p := range r.parts {
+		switch {
+		case len(p.buf) > 0:
+			pos[p.key] = p.last // nil when nothing was taken yet
+		case p.more:
+			pos[p.key] = p.start
+		}
+	}
+	return pos
+}
+
+// restart positions the reader where a cursor left off.
+func (r *DueReader) restart(starts map[string]map[string]types.AttributeValue) {
+	for _, p := range r.parts {
+		start, ok := starts[p.key]
+		p.start, p.last, p.more = start, start, ok
+	}
+}
+
+// Park moves op's due entry out of the shards into the parked partition of
+// its tool, for a reconciler that has no family for the tool: the entry
+// must not block the sweep, and only a reconciler with the family reads it
+// from there. Nothing else changes (its state, due_at and version stay), so
+// the next transition of op writes it back into its shard. Conditioned on
+// the version read: false when op has moved on meanwhile.
+func (s *Store) Park(ctx context.Context, op operation.Operation) (bool, error) {
+	if err := operation.ValidateHandle(op.Handle); err != nil {
+		return false, fmt.Errorf("park: %w", err)
+	}
+	if op.Key.Tool == "" {
+		return false, fmt.Errorf("park %s: %w: no tool", op.Handle, operation.ErrInvalid)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.cfg.Table),
+		Key:                 map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: opPK(op.Handle)}},
+		UpdateExpression:    aws.String("SET #gsi1pk = :parked"),
+		ConditionExpression: aws.String("#version = :v AND attribute_exists(#gsi1pk)"),
+		ExpressionAttributeNames: map[string]string{
+			"#gsi1pk": attrGSI1PK, "#version": attrVersion,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":parked": &types.AttributeValueMemberS{Value: ParkedKey(op.Key.Tool)},
+			":v":      &types.AttributeValueMemberN{Value: strconv.FormatInt(op.Version, 10)},
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("park %s: %w", op.Handle, err)
+	}
+	return true, nil
+}
+
+// The cursor maps each partition key still to read to the three string
+// key attributes it continues after (none: from its beginning).
+func encodeCursor(pos map[string]map[string]types.AttributeValue) (string, error) {
+	if len(pos) == 0 {
+		return "", nil
+	}
+	plain := map[string]map[string]string{}
+	for part, key := range pos {
+		plain[part] = map[string]string{}
+		for k, v := range key {
+			sv, ok := v.(*types.AttributeValueMemberS)
+			if !ok {
+				return "", fmt.Errorf("cursor attribute %s is not a string", k)
+			}
+			plain[part][k] = sv.Value
+		}
 	}
 	b, err := json.Marshal(plain)
 	if err != nil {
@@ -95,22 +400,36 @@ func encodeCursor(key map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func decodeCursor(c string) (map[string]types.AttributeValue, error) {
+func decodeCursor(c string, allowed map[string]bool) (map[string]map[string]types.AttributeValue, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: malformed cursor", operation.ErrInvalid)
 	}
-	var plain map[string]string
-	if err := json.Unmarshal(b, &plain); err != nil {
+	var plain map[string]map[string]string
+	if err := json.Unmarshal(b, &plain); err != nil || len(plain) == 0 {
 		return nil, fmt.Errorf("%w: malformed cursor", operation.ErrInvalid)
 	}
-	out := map[string]types.AttributeValue{}
-	for _, k := range []string{attrPK, attrGSI1PK, attrGSI1SK} {
-		v, ok := plain[k]
-		if !ok {
-			return nil, fmt.Errorf("%w: cursor lacks %s", operation.ErrInvalid, k)
+	out := map[string]map[string]types.AttributeValue{}
+	for part, key := range plain {
+		if !allowed[part] {
+			return nil, fmt.Errorf("%w: cursor names partition %q this reader does not read", operation.ErrInvalid, part)
 		}
-		out[k] = &types.AttributeValueMemberS{Value: v}
+		if len(key) == 0 {
+			out[part] = nil
+			continue
+		}
+		start := map[string]types.AttributeValue{}
+		for _, k := range []string{attrPK, attrGSI1PK, attrGSI1SK} {
+			v, ok := key[k]
+			if !ok {
+				return nil, fmt.Errorf("%w: cursor lacks %s", operation.ErrInvalid, k)
+			}
+			start[k] = &types.AttributeValueMemberS{Value: v}
+		}
+		if start[attrGSI1PK].(*types.AttributeValueMemberS).Value != part || !strings.HasPrefix(key[attrPK], opPrefix) {
+			return nil, fmt.Errorf("%w: cursor key does not belong to partition %q", operation.ErrInvalid, part)
+		}
+		out[part] = start
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 const (
 	opPrefix = "op#"
 	bkPrefix = "bk#"
+	// dueShard is shard 0 of the due index (due.go).
 	dueShard = "due"
 	// timeLayout is fixed-width UTC so index sort keys order by time.
 	timeLayout = "2006-01-02T15:04:05.000000000Z"
@@ -120,7 +121,9 @@ func encodeEvent(ev operation.Event) (string, error) {
 	return string(b), nil
 }
 
-func toItem(op operation.Operation, nonce string) (opItem, error) {
+// toItem is op's item; dueKey is the index partition its entry goes to
+// while it needs reconciliation.
+func toItem(op operation.Operation, nonce, dueKey string) (opItem, error) {
 	it := opItem{
 		PK: opPK(op.Handle), Kind: "operation", Handle: op.Handle,
 		ClientID: op.Key.ClientID, Tool: op.Key.Tool, OperationID: op.Key.OperationID,
@@ -142,7 +145,7 @@ func toItem(op operation.Operation, nonce string) (opItem, error) {
 		it.Journal = append(it.Journal, s)
 	}
 	if op.NeedsReconciliation() { // includes a SUCCEEDED operation whose duplicate audit is due
-		it.GSI1PK, it.GSI1SK = dueShard, formatTime(op.DueAt)
+		it.GSI1PK, it.GSI1SK = dueKey, formatTime(op.DueAt)
 	}
 	return it, nil
 }

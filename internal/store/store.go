@@ -28,6 +28,10 @@ type Config struct {
 	// ConflictRetries bounds retries of a transaction the engine cancelled
 	// for a concurrent transaction on the same items (not a condition).
 	ConflictRetries int
+	// DueShards is how many due-index shards new entries are spread over
+	// (default DefaultDueShards); SweptDueShards how many the due reads
+	// cover: the largest count any writer still uses (default DueShards).
+	DueShards, SweptDueShards int
 }
 
 // Store is the DynamoDB adapter for operations.
@@ -52,6 +56,9 @@ func New(db *dynamodb.Client, cfg Config) (*Store, error) {
 	}
 	if cfg.ConflictRetries == 0 {
 		cfg.ConflictRetries = 3
+	}
+	if err := validateDueShards(&cfg); err != nil {
+		return nil, err
 	}
 	return &Store{db: db, cfg: cfg}, nil
 }
@@ -121,7 +128,7 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 	if err != nil {
 		return InsertResult{}, err
 	}
-	it, err := toItem(op, nonce)
+	it, err := toItem(op, nonce, s.dueKey(op.Handle))
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert: %w", err)
 	}

@@ -170,7 +170,7 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		}
 	}
 	if next.NeedsReconciliation() { // includes a SUCCEEDED operation whose duplicate audit is due
-		if err := put(attrGSI1PK, dueShard); err != nil {
+		if err := put(attrGSI1PK, s.dueKey(next.Handle)); err != nil {
 			return nil, err
 		}
 		if err := put(attrGSI1SK, formatTime(next.DueAt)); err != nil {
