@@ -374,7 +374,18 @@ func TestDuePagesThroughOnlyWhatIsDue(t *testing.T) {
 		require.Less(t, pages, 5, "paging must end")
 	}
 	assert.Equal(t, dueHandles, got, "oldest first, only due ones")
-	assert.Equal(t, 4, read, "the query reads only due items")
+	// A page re-reads what the previous one read from a shard but left for
+	// a later page; the reader the sweep uses reads each item once.
+	assert.LessOrEqual(t, read, 2*len(dueHandles), "the query reads only due items")
+	r := f.st.NewDueReader(t0.Add(3*time.Minute), store.DueReaderOptions{PageLimit: 3})
+	for {
+		_, ok, err := r.Next(ctx)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+	}
+	assert.Equal(t, len(dueHandles), r.ItemsRead(), "only due items, each once")
 }
 
 func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
