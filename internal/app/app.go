@@ -99,7 +99,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		// come back refused after the SDK's retry.
 		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
 	})
-	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention}); err != nil {
+	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention, DueShards: cfg.DueShards, SweptDueShards: cfg.SweptDueShards}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.Gate, err = admission.NewGate(admission.GateConfig{MaxInFlight: cfg.MaxInFlight, MaxQueue: cfg.MaxQueue, MaxWait: cfg.MaxQueueWait}); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/policy"
+	"github.com/intentgate/intentgate/internal/store"
 )
 
 // DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
@@ -77,7 +78,13 @@ type Config struct {
 	MaxQueue           int           // INTENTGATE_MAX_QUEUE
 	MaxQueueWait       time.Duration // INTENTGATE_MAX_QUEUE_WAIT
 	DownstreamMaxConns int           // INTENTGATE_DOWNSTREAM_MAX_CONNS
-	Budget             admission.BudgetConfig
+	// INTENTGATE_DUE_SHARDS: due-index shards new entries are spread over
+	// (default 16, docs/capacity.md). INTENTGATE_DUE_SHARDS_SWEPT: shards
+	// the sweep reads, the largest count any writer still uses (default
+	// INTENTGATE_DUE_SHARDS); keep it at the old count after lowering
+	// INTENTGATE_DUE_SHARDS until the entries beyond have drained.
+	DueShards, SweptDueShards int
+	Budget                    admission.BudgetConfig
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE
 
 	// INTENTGATE_MAX_BODY_BYTES: the largest MCP request body accepted
@@ -129,6 +136,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		MaxInFlight:            e.integer("INTENTGATE_MAX_IN_FLIGHT", 8),
 		MaxQueue:               e.integer("INTENTGATE_MAX_QUEUE", 16),
 		MaxQueueWait:           e.dur("INTENTGATE_MAX_QUEUE_WAIT", time.Second),
+		DueShards:              e.integer("INTENTGATE_DUE_SHARDS", store.DefaultDueShards),
 		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
 		InvocationTimeout:      e.dur("INTENTGATE_INVOCATION_TIMEOUT", 0),
 		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
@@ -146,6 +154,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
 	c.SSMEndpoint = e.str("INTENTGATE_SSM_ENDPOINT", c.DynamoDBEndpoint)
 	c.DownstreamMaxConns = e.integer("INTENTGATE_DOWNSTREAM_MAX_CONNS", c.MaxInFlight)
+	c.SweptDueShards = e.integer("INTENTGATE_DUE_SHARDS_SWEPT", c.DueShards)
 	if len(e.errs) > 0 {
 		return Config{}, errors.Join(e.errs...)
 	}
@@ -193,6 +202,10 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInFlight < 1 || c.MaxQueue < 0 || c.MaxQueueWait <= 0 || c.DownstreamMaxConns < 1 {
 		errs = append(errs, errors.New("INTENTGATE_MAX_IN_FLIGHT and INTENTGATE_DOWNSTREAM_MAX_CONNS must be >= 1, INTENTGATE_MAX_QUEUE >= 0, INTENTGATE_MAX_QUEUE_WAIT > 0"))
+	}
+	if c.DueShards < 1 || c.DueShards > store.MaxDueShards || c.SweptDueShards < c.DueShards || c.SweptDueShards > store.MaxDueShards {
+		errs = append(errs, fmt.Errorf("INTENTGATE_DUE_SHARDS must be 1 to %d and INTENTGATE_DUE_SHARDS_SWEPT from INTENTGATE_DUE_SHARDS to %d, got %d and %d",
+			store.MaxDueShards, store.MaxDueShards, c.DueShards, c.SweptDueShards))
 	}
 	if err := c.Budget.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE: %w", err))

@@ -45,6 +45,8 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		"INTENTGATE_MAX_QUEUE":                 "0",
 		"INTENTGATE_MAX_QUEUE_WAIT":            "250ms",
 		"INTENTGATE_DOWNSTREAM_MAX_CONNS":      "3",
+		"INTENTGATE_DUE_SHARDS":                "8",
+		"INTENTGATE_DUE_SHARDS_SWEPT":          "32",
 		"INTENTGATE_BUDGET_AUTH":               "1s",
 		"INTENTGATE_BUDGET_STORE":              "2s",
 		"INTENTGATE_BUDGET_DOWNSTREAM":         "9s",
@@ -66,6 +68,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		ReleaseAPIKeyParameter: "/intentgate/prod/release-api-key", ReleaseSettleWindow: 7 * time.Second, ReleaseCommitDeadline: false, ClockSkewBound: 25 * time.Second,
 		DeployGrants: "team-payments=payments-api,orders-api;team-web=web", Operator: "payments-oncall",
 		MaxInFlight: 1, MaxQueue: 0, MaxQueueWait: 250 * time.Millisecond, DownstreamMaxConns: 3,
+		DueShards: 8, SweptDueShards: 32,
 		Budget:     admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 9 * time.Second, Reserve: 500 * time.Millisecond},
 		ListenAddr: "127.0.0.1:9090", Tracing: false, MaxBodyBytes: 128 << 10,
 	}, cfg)
@@ -82,6 +85,8 @@ func TestFromEnvDefaults(t *testing.T) {
 	assert.Equal(t, cfg.MaxInFlight, cfg.DownstreamMaxConns)
 	assert.False(t, cfg.Tracing, "tracing is on by default only under Lambda")
 	assert.EqualValues(t, 32<<10, cfg.MaxBodyBytes)
+	assert.Equal(t, 16, cfg.DueShards)
+	assert.Equal(t, cfg.DueShards, cfg.SweptDueShards, "the sweep covers what is written")
 
 	env := minimalEnv()
 	env["INTENTGATE_DYNAMODB_ENDPOINT"] = "http://127.0.0.1:5000"
@@ -105,6 +110,9 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"zero in flight", "INTENTGATE_MAX_IN_FLIGHT", "0"},
 		{"negative queue", "INTENTGATE_MAX_QUEUE", "-1"},
 		{"zero conns", "INTENTGATE_DOWNSTREAM_MAX_CONNS", "0"},
+		{"zero due shards", "INTENTGATE_DUE_SHARDS", "0"},
+		{"too many due shards", "INTENTGATE_DUE_SHARDS", "257"},
+		{"sweep covers fewer shards than written", "INTENTGATE_DUE_SHARDS_SWEPT", "4"},
 		{"boolean", "INTENTGATE_TRUST_GATEWAY_AUTHORIZER", "yes please"},
 		{"tracing", "INTENTGATE_TRACING", "maybe"},
 		{"relative resource url", "INTENTGATE_RESOURCE_URL", "/mcp"},
