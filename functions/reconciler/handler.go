@@ -59,10 +59,12 @@ func (r *reconciler) dispatch(ctx context.Context, payload json.RawMessage) (any
 		if err == nil || rep.OldestRetryableAge > 0 {
 			_ = r.metrics.RetryableOldestAge(ctx, rep.OldestRetryableAge)
 		}
+		// The unrunnable-operations alarm watches this: each is parked once.
+		_ = r.metrics.UnrunnableOperations(ctx, rep.Unrunnable)
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
 			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),
-			slog.Int("items_read", rep.ItemsRead), slog.Int("errors", rep.Errors), slog.String("stopped", rep.Stopped),
+			slog.Int("items_read", rep.ItemsRead), slog.Int("errors", rep.Errors), slog.Int("unrunnable", rep.Unrunnable), slog.String("stopped", rep.Stopped),
 			slog.Duration("oldest_unknown_age", rep.OldestUnknownAge))
 		if err != nil {
 			return nil, fmt.Errorf("sweep: %w", err)

@@ -275,3 +275,37 @@ func TestScheduledSweepEmitsTheOldestRetryableAgeUnderStage(t *testing.T) {
 	assert.InDelta(t, age, docs[1]["retryable_oldest_age_seconds"], 0.001)
 	assert.Equal(t, "dev", docs[1]["Stage"])
 }
+
+// A ticket operation this reconciler has no family for (the Release API is
+// not configured here) is parked by the sweep and counted for the alarm.
+func TestScheduledSweepCountsOperationsNoFamilyCanRun(t *testing.T) {
+	h := newHarness(t)
+	key, err := operation.NewRequestKey("claude-code", "create_deployment_ticket", "op-ticket-0001")
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(key.Tool, "dev-alice", map[string]string{"service": "payments-api"})
+	require.NoError(t, err)
+	bk, err := operation.NewBusinessKey("deploy_ticket", "payments-api", "prod", "c0ffee1")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "dev-alice", TenantID: "team-payments",
+		Target: map[string]string{"service": "payments-api"}, Payload: map[string]string{"service": "payments-api"},
+	}, h.clock.Now(), time.Minute)
+	require.NoError(t, err)
+	_, err = h.st.InsertIfAbsent(context.Background(), op)
+	require.NoError(t, err)
+	h.clock.Advance(2 * time.Minute)
+
+	_, err = h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+	docs := emfLines(t, h.out, "unrunnable_operations")
+	require.Len(t, docs, 1, "one count per sweep")
+	assert.InDelta(t, 1.0, docs[0]["unrunnable_operations"], 0)
+	directive := docs[0]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{[]any{"Stage"}}, directive["Dimensions"], "exactly the alarm's dimension set")
+
+	_, err = h.r.handle(context.Background(), sample(t, "schedule.json"))
+	require.NoError(t, err)
+	docs = emfLines(t, h.out, "unrunnable_operations")
+	require.Len(t, docs, 2)
+	assert.InDelta(t, 0.0, docs[1]["unrunnable_operations"], 0, "parked once, counted once")
+}

@@ -81,7 +81,7 @@ type Config struct {
 	// INTENTGATE_DUE_SHARDS: due-index shards new entries are spread over
 	// (default 16, docs/capacity.md). INTENTGATE_DUE_SHARDS_SWEPT: shards
 	// the sweep reads, the largest count any writer still uses (default
-	// INTENTGATE_DUE_SHARDS); keep it at the old count after lowering
+	// INTENTGATE_DUE_SHARDS, also when 0); keep it at the old count after lowering
 	// INTENTGATE_DUE_SHARDS until the entries beyond have drained.
 	DueShards, SweptDueShards int
 	Budget                    admission.BudgetConfig
@@ -154,7 +154,9 @@ func FromEnv(lookup Lookup) (Config, error) {
 	c.JWTAudience = e.str("INTENTGATE_JWT_AUDIENCE", c.ResourceURL)
 	c.SSMEndpoint = e.str("INTENTGATE_SSM_ENDPOINT", c.DynamoDBEndpoint)
 	c.DownstreamMaxConns = e.integer("INTENTGATE_DOWNSTREAM_MAX_CONNS", c.MaxInFlight)
-	c.SweptDueShards = e.integer("INTENTGATE_DUE_SHARDS_SWEPT", c.DueShards)
+	if c.SweptDueShards = e.integer("INTENTGATE_DUE_SHARDS_SWEPT", 0); c.SweptDueShards == 0 {
+		c.SweptDueShards = c.DueShards
+	}
 	if len(e.errs) > 0 {
 		return Config{}, errors.Join(e.errs...)
 	}

@@ -66,6 +66,7 @@ const (
 	MetricInvalidTokens = "auth_invalid_tokens"
 	// MetricColdStarts counts the first invocation of each function process.
 	MetricColdStarts = "cold_starts"
+	MetricUnrunnable = "unrunnable_operations"
 )
 
 // Dimension names used by the helpers. Values must come from small, fixed
@@ -359,4 +360,11 @@ func (ms *Metrics) InvalidToken(ctx context.Context, reason string) error {
 // ColdStart counts the first invocation of a function process.
 func (ms *Metrics) ColdStart(ctx context.Context, function string) error {
 	return ms.count(ctx, MetricColdStarts, map[string]string{DimFunction: function})
+}
+
+// UnrunnableOperations records how many operations of a tool the reconciler
+// has no family for one sweep found and parked (0 when none): the
+// unrunnable-operations alarm watches its maximum.
+func (ms *Metrics) UnrunnableOperations(ctx context.Context, n int) error {
+	return ms.Emit(ctx, Metric{Name: MetricUnrunnable, Value: float64(max(n, 0)), Unit: UnitCount})
 }
