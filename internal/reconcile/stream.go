@@ -94,6 +94,11 @@ func (s *Service) handleRecord(ctx context.Context, rec events.DynamoDBEventReco
 	if op.Version < imageVersion {
 		return Result{}, fmt.Errorf("stream %s: consistent read returned version %d older than the image's %d", handle, op.Version, imageVersion)
 	}
+	if _, ok := s.cfg.Families[op.Key.Tool]; !ok {
+		// Redelivery could never succeed here and would hold up the stream
+		// shard; the sweep parks it and raises the unrunnable metric.
+		return skip(Result{Handle: handle, From: op.State, To: op.State}, "no tool family here for "+op.Key.Tool+": left to the sweep"), nil
+	}
 	op, err = s.holdUntilDue(ctx, op)
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{Handle: handle, Skipped: true, Reason: "operation no longer stored"}, nil

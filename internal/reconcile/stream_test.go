@@ -13,6 +13,7 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
 // streamRecord is a MODIFY record whose new image names the operation.
@@ -109,4 +110,24 @@ func TestStreamRecordWithStaleImageIsReconciledFromTheStoredOperation(t *testing
 	assert.Empty(t, resp.BatchItemFailures)
 	assert.Equal(t, operation.StateRetryable, f.get(t, op.Handle).State, "probed as the UNKNOWN it really is")
 	assert.Equal(t, 0, f.sim.Stats().CreateCalls, "not claimed on the image's word")
+}
+
+// A stream record of a tool this reconciler has no family for can never
+// succeed here; retrying it would hold up the stream shard behind it. It
+// is left to the sweep, which parks it and counts it for the alarm.
+func TestStreamLeavesAnOperationNoFamilyCanRunToTheSweep(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	ticket := f.toUnknown(t, f.storedOpOf(t, release.ToolCreate, "op-stream-ticket", time.Minute))
+
+	resp, err := svc.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		streamRecord("400", ticket, operation.StateUnknown),
+	}})
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "no redelivery: it could never succeed here")
+	assert.Equal(t, ticket.Version, f.get(t, ticket.Handle).Version, "nothing written")
+
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Unrunnable)
 }
