@@ -177,3 +177,12 @@ bench-visibility: $(VENV_STAMP) ## get_operation on an unknown, a foreign and th
 		printf "%-10s %12s %14s %16s\n", "operation", "ms/call", "store calls", "time vs unknown"; \
 		split("unknown foreign own", order, " "); \
 		for (i = 1; i <= 3; i++) { k = order[i]; printf "%-10s %12.2f %14.1f %15.2fx\n", k, ms[k], sc[k], ms[k] / ms["unknown"] } }'
+
+# Throughput of the safety boundary (docs/capacity.md): the write path's
+# operations per second against the engine's own raw conditional-write rate,
+# measured in alternating rounds of the same run, plus the DynamoDB requests
+# each path makes. THROUGHPUT_ARGS="-rounds 5 -workers 8" to change the load.
+.PHONY: bench-throughput
+bench-throughput: $(VENV_STAMP) ## Print write-path ops/s vs the engine's raw conditional writes (ratio) and requests per path
+	$(GO) test -count=1 -timeout 20m -v -run 'TestDynamoDBRequestsPerPath|TestThroughputFigure' ./test/throughput -args -throughput $(THROUGHPUT_ARGS) \
+		| grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS'
