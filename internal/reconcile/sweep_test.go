@@ -21,6 +21,7 @@ import (
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 // writeSettled writes n settled operation items straight into the table
@@ -243,4 +244,71 @@ func (f fixture) releaseClient(t *testing.T) *provider.ReleaseClient {
 	client, err := provider.NewReleaseClient(provider.ReleaseConfig{BaseURL: server.URL, APIKey: "release-test-key", MaxConns: 4, Timeout: time.Second})
 	require.NoError(t, err)
 	return client
+}
+
+// storedOpIn inserts a PENDING risk review through st: another replica,
+// configured with its own shard count. Each gets a business key of its own.
+func (f fixture) storedOpIn(t *testing.T, st *store.Store, operationID, orderID string, lease time.Duration) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey(caller.ClientID, riskreview.ToolRequest, operationID)
+	require.NoError(t, err)
+	args := map[string]string{"order_id": orderID, "reason": "r", "review_type": riskreview.ReviewType}
+	digest, err := operation.RequestDigest(key.Tool, caller.UserID, args)
+	require.NoError(t, err)
+	bk, err := operation.NewBusinessKey("risk_review", orderID+"-"+operationID, riskreview.ReviewType, riskreview.Generation)
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: caller.UserID, TenantID: caller.TenantID,
+		Target: map[string]string{"order_id": orderID, "review_type": riskreview.ReviewType}, Payload: args,
+	}, f.clock.Now(), lease)
+	require.NoError(t, err)
+	res, err := st.InsertIfAbsent(context.Background(), op)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Kind)
+	return res.Operation
+}
+
+func TestSweepFindsEntriesWrittenUnderEveryShardCountInUse(t *testing.T) {
+	f := newFixture(t)
+	var written []operation.Operation
+	for _, shards := range []int{1, 4, 16} { // 1: the unsharded index's key
+		st, err := store.New(f.db, store.Config{Table: f.table, DueShards: shards})
+		require.NoError(t, err)
+		for i := range 3 {
+			written = append(written, f.storedOpIn(t, st, fmt.Sprintf("op-mixed-%02d-%d", shards, i), orderID(shards+i), time.Minute))
+		}
+	}
+	f.clock.Advance(2 * time.Minute)
+	rep, err := f.service(t).Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+	assert.Equal(t, 0, rep.Errors)
+	for _, op := range written {
+		assert.NotEqual(t, operation.StatePending, f.get(t, op.Handle).State, "%s: its lost lease was handled", op.Key.OperationID)
+	}
+}
+
+func TestSweepTakesTheOldestAcrossShardsWithinItsBound(t *testing.T) {
+	f := newFixture(t)
+	svc := f.serviceWith(t, func(c *reconcile.Config) { c.MaxPerInvocation = 10 })
+	var ops []operation.Operation
+	for i := range 30 {
+		ops = append(ops, f.storedOp(t, fmt.Sprintf("op-order-%04d", i), orderID(i), time.Minute))
+		f.clock.Advance(time.Second) // each due one second after the previous
+	}
+	f.clock.Advance(2 * time.Minute)
+	written, swept := f.st.DueShards()
+	require.Equal(t, written, swept)
+
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, reconcile.StoppedMax, rep.Stopped)
+	assert.Equal(t, 10, rep.Examined)
+	// Pages of one item per key here (ceil(10 / 17 keys)): what was read and
+	// not examined is at most one page per key.
+	assert.LessOrEqual(t, rep.ItemsRead, rep.Examined+swept+1)
+	for i, op := range ops {
+		moved := f.get(t, op.Handle).State != operation.StatePending
+		assert.Equal(t, i < 10, moved, "op %d: the ten oldest, whatever their shards", i)
+	}
 }
