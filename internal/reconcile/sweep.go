@@ -62,6 +62,8 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 		// examined when the sweep stops is at most one page per partition.
 		PageLimit:   min(s.cfg.BatchLimit, max(1, ceilDiv(s.cfg.MaxPerInvocation, shards+len(tools)))),
 		ParkedTools: tools,
+		// Each query is one store call with its own store budget.
+		QueryContext: s.cfg.Executor.Budget().StoreContext,
 	})
 	defer func() { rep.ItemsRead = reader.ItemsRead() }()
 	parkTries := 0
@@ -70,9 +72,7 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 			rep.Stopped = stop
 			return rep, nil
 		}
-		rctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
-		op, ok, rerr := reader.Next(rctx)
-		cancel()
+		op, ok, rerr := reader.Next(ctx)
 		if rerr != nil {
 			return rep, fmt.Errorf("sweep: %w", rerr)
 		}

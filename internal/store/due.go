@@ -153,19 +153,29 @@ type DueReaderOptions struct {
 	// ParkedTools: also read the entries parked for these tools (the
 	// families the caller can run).
 	ParkedTools []string
+	// Parallel bounds the queries in flight at once (default 4): enough to
+	// hide DynamoDB's round trips, few enough that a single-threaded local
+	// engine serves each query within its own budget.
+	Parallel int
+	// QueryContext, if set, derives each query's context (its store
+	// budget, started when the query starts); default: the caller's.
+	QueryContext func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // DueReader merges the due index's partitions (every swept shard and the
 // parked entries of the caller's tools), each read in due order, into one
 // stream with the oldest work first. The first pages of all partitions are
-// read in parallel; afterwards a partition is read again only when its
-// buffer is empty, so no item is read twice. Not safe for concurrent use.
+// read in parallel (Parallel at a time); afterwards a partition is read
+// again only when its buffer is empty, so no item is read twice. Not safe
+// for concurrent use.
 type DueReader struct {
-	st    *Store
-	now   time.Time
-	limit int
-	parts []*duePart
-	read  int
+	st       *Store
+	now      time.Time
+	limit    int
+	parallel int
+	queryCtx func(context.Context) (context.Context, context.CancelFunc)
+	parts    []*duePart
+	read     int
 }
 
 type duePart struct {
@@ -186,7 +196,13 @@ func (s *Store) NewDueReader(now time.Time, o DueReaderOptions) *DueReader {
 	if limit < 1 || limit > MaxDueLimit {
 		limit = 25
 	}
-	r := &DueReader{st: s, now: now, limit: limit}
+	r := &DueReader{st: s, now: now, limit: limit, parallel: o.Parallel, queryCtx: o.QueryContext}
+	if r.parallel < 1 {
+		r.parallel = 4
+	}
+	if r.queryCtx == nil {
+		r.queryCtx = func(ctx context.Context) (context.Context, context.CancelFunc) { return ctx, func() {} }
+	}
 	for i := range s.cfg.SweptDueShards {
 		r.parts = append(r.parts, &duePart{key: dueShardName(i), more: true})
 	}
@@ -240,9 +256,21 @@ func (r *DueReader) Next(ctx context.Context) (operation.Operation, bool, error)
 func (r *DueReader) fill(ctx context.Context, parts []*duePart) error {
 	for len(parts) > 0 {
 		errs := make([]error, len(parts))
+		slots := make(chan struct{}, r.parallel)
 		var wg sync.WaitGroup
 		for i, p := range parts {
-			wg.Go(func() { errs[i] = r.query(ctx, p) })
+			wg.Go(func() {
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					errs[i] = fmt.Errorf("due: query %s: %w", p.key, ctx.Err())
+					return
+				}
+				defer func() { <-slots }()
+				qctx, cancel := r.queryCtx(ctx)
+				defer cancel()
+				errs[i] = r.query(qctx, p)
+			})
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
