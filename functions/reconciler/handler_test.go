@@ -280,7 +280,7 @@ func TestScheduledSweepEmitsTheOldestRetryableAgeUnderStage(t *testing.T) {
 // not configured here) is parked by the sweep and counted for the alarm.
 func TestScheduledSweepCountsOperationsNoFamilyCanRun(t *testing.T) {
 	h := newHarness(t)
-	key, err := operation.NewRequestKey("claude-code", "create_deployment_ticket", "op-ticket-0001")
+	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "op-ticket-0001")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(key.Tool, "dev-alice", map[string]string{"service": "payments-api"})
 	require.NoError(t, err)
