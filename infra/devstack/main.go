@@ -69,12 +69,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		EngineEndpoint: engine.Endpoint(), Table: *table, MCPAddrs: []string{*addr},
 		RiskAddr: "127.0.0.1:0", ReleaseAddr: "127.0.0.1:0", IssuerAddr: "127.0.0.1:0",
 		ReleaseSearchLag: *searchLag, Out: out,
-		Env: map[string]string{
-			"INTENTGATE_RISK_SETTLE_WINDOW": "1s",
-			// Every sweep queries each due shard, and the local engine serves
-			// one request at a time: few shards keep its sweeps cheap.
-			"INTENTGATE_DUE_SHARDS": envOr("INTENTGATE_DUE_SHARDS", "2"),
-		},
+		Env: map[string]string{"INTENTGATE_RISK_SETTLE_WINDOW": "1s"},
 	})
 	if err != nil {
 		return err
