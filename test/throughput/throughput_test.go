@@ -197,9 +197,9 @@ func TestDynamoDBRequestsPerPath(t *testing.T) {
 	opItem, bkItem := r.itemSize(t, "op#"+got.Handle), r.itemSize(t, "bk#"+got.BusinessKey)
 	t.Logf("item sizes (DynamoDB's size rule, approximate): settled operation %d B, business key %d B", opItem, bkItem)
 
-	require.Equal(t, map[string]int{"TransactWriteItems": 1, "UpdateItem": 1}, write, "insert intent and key, then settle")
+	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 1}, write, "insert intent and key, fence read before the send, then settle")
 	require.Equal(t, map[string]int{"TransactWriteItems": 1}, replayed, "the cancelled insert returns the stored operation")
-	require.Equal(t, map[string]int{"TransactWriteItems": 1, "UpdateItem": 1}, unknownWrite)
+	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 1}, unknownWrite)
 	require.Equal(t, map[string]int{"Query": swept + 1}, idle, "one query per swept shard and one for its tool's parked entries")
 	require.Equal(t, map[string]int{"Query": swept + 1, "UpdateItem": 1}, resolved, "the read, then one conditional write")
 	require.Less(t, opItem, 4096, "an operation fits one read unit")
