@@ -177,3 +177,13 @@ bench-visibility: $(VENV_STAMP) ## get_operation on an unknown, a foreign and th
 		printf "%-10s %12s %14s %16s\n", "operation", "ms/call", "store calls", "time vs unknown"; \
 		split("unknown foreign own", order, " "); \
 		for (i = 1; i <= 3; i++) { k = order[i]; printf "%-10s %12.2f %14.1f %15.2fx\n", k, ms[k], sc[k], ms[k] / ms["unknown"] } }'
+
+# Seeded fault campaign with an invariant checker (docs/chaos.md).
+# SEED=0 draws a seed and prints it; CHAOS_ARGS passes further flags
+# (go run ./infra/chaos -h lists them with their defaults).
+SEED ?= 0
+OPS ?= 10000
+CHAOS_ARGS ?=
+.PHONY: chaos
+chaos: $(VENV_STAMP) ## Fault campaign: SEED=… OPS=… (default 10000), CHAOS_ARGS="-skew 200ms ..."; prints the summary table
+	$(GO) run ./infra/chaos -seed $(SEED) -ops $(OPS) $(CHAOS_ARGS)

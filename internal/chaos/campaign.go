@@ -161,8 +161,8 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 			break
 		}
 		work <- p
-		if (i+1)%500 == 0 {
-			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %d/%d operations\n", c.idx, i+1, n)
+		if (i+1)%50 == 0 {
+			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %d/%d operations queued at %s\n", c.idx, i+1, n, time.Now().Format("15:04:05"))
 		}
 	}
 	close(work)
@@ -172,6 +172,7 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	// Calls whose callers went away still run to their budget.
 	time.Sleep(c.cfg.BudgetAuth + c.cfg.BudgetStore + c.cfg.BudgetDownstream + c.cfg.BudgetReserve)
 
+	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %d operations done at %s; quieting\n", c.idx, n, time.Now().Format("15:04:05"))
 	all := make([]string, 0, len(handles.m))
 	for h := range handles.m {
 		all = append(all, h)
@@ -180,6 +181,7 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	if err != nil {
 		return nil, cellEvidence{}, sweeps, err
 	}
+	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet after %d sweeps at %s; operator\n", c.idx, sweeps, time.Now().Format("15:04:05"))
 	if err := ag.operator(ctx, all, func(op operation.Operation) ([]string, error) { return c.effectsOf(ctx, op) }); err != nil {
 		return nil, cellEvidence{}, sweeps, err
 	}

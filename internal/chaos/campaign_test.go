@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // Fault modes that hit holes still being closed stay off (docs/chaos.md).
 func shortCampaign(seed uint64) Config {
 	cfg := Default()
-	cfg.Seed, cfg.Ops, cfg.Cells, cfg.Workers = seed, 300, 3, 4
+	cfg.Seed, cfg.Ops, cfg.Cells, cfg.Workers = seed, 300, 3, 2
 	cfg.Engines = []string{engine.Endpoint()}
 	return cfg
 }

@@ -94,9 +94,9 @@ func Default() Config {
 		ProviderFault: 0.15, LatencySpike: 0.02, SpikeLatency: 1200 * time.Millisecond,
 		StoreFaults: StoreFaultRates{LostAnswer: 0.01, Throttle: 0.01, Error5xx: 0.01, Timeout: 0.003},
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
-		BudgetAuth: 500 * time.Millisecond, BudgetStore: time.Second, BudgetDownstream: 800 * time.Millisecond,
+		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
-		SweepEvery: 250 * time.Millisecond, QuietStep: 20 * time.Second, MaxQuietSweeps: 80,
+		SweepEvery: time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
 	}
 }
