@@ -89,11 +89,16 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		a.call(ctx, p.idx, other, replica, toolGetOp, map[string]any{"handle": handle}, 0, false, nil)
 	}
 	if p.burst >= 0 {
-		c.rec.Fault(c.idx, FaultBurst, fmt.Sprintf("%d reads at replica %d", c.cfg.BurstSize, p.burst), "")
+		// The same intent from many callers at once, each with its own
+		// operation_id: the gate admits what fits, the business key
+		// deduplicates what it admits.
+		c.rec.Fault(c.idx, FaultBurst, fmt.Sprintf("%d writes at replica %d", c.cfg.BurstSize, p.burst), "")
 		var wg sync.WaitGroup
-		for range c.cfg.BurstSize {
+		for k := range c.cfg.BurstSize {
+			id := fmt.Sprintf("%s-burst-%d", p.opID, k)
+			handles.add(handleOf(p.persona.ClientID, p.tool, id), p)
 			wg.Go(func() {
-				a.call(ctx, p.idx, p.persona.Name, p.burst, toolGetOp, map[string]any{"handle": handle}, 0, false, nil)
+				a.call(ctx, p.idx, p.persona.Name, p.burst, p.tool, withID(p.args, id), 0, false, nil)
 			})
 		}
 		wg.Wait()
