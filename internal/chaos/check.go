@@ -175,7 +175,7 @@ func checkFirstAnswer(ev Evidence) []Violation {
 	for _, k := range keys {
 		calls := byKey[k]
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
-		own := handleOf(k.client, k.tool, k.opID)
+		own := handleOf(k.client, personaByName[k.persona].Merchant, k.tool, k.opID)
 		final := finals[cellKey(k.cell, own)]
 		var first *Call
 		for i := range calls {

@@ -29,7 +29,7 @@ func succeededOp(handle, resource string) operation.Operation {
 }
 
 func cleanEvidence() Evidence {
-	handle := handleOf("support-assistant", toolRisk, "op-00000001")
+	handle := handleOf("support-assistant", "M1", toolRisk, "op-00000001")
 	op := succeededOp(handle, "rv-1")
 	return Evidence{
 		Seed: 7,

@@ -44,7 +44,7 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		if p.otherIDSrc != "" && at.kind != attemptNewID {
 			id = p.otherIDSrc
 		}
-		handle := handleOf(p.persona.ClientID, p.tool, id)
+		handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id)
 		handles.add(handle, p)
 		replica := at.replica
 		for try := 0; try < 3; try++ {
@@ -65,9 +65,9 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		}
 	}
 
-	handle := handleOf(p.persona.ClientID, p.tool, p.opID)
+	handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.opID)
 	if p.otherIDSrc != "" {
-		handle = handleOf(p.persona.ClientID, p.tool, p.otherIDSrc)
+		handle = handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.otherIDSrc)
 	}
 	replica := p.attempts[0].replica
 	if p.status {
@@ -96,7 +96,7 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		var wg sync.WaitGroup
 		for k := range c.cfg.BurstSize {
 			id := fmt.Sprintf("%s-burst-%d", p.opID, k)
-			handles.add(handleOf(p.persona.ClientID, p.tool, id), p)
+			handles.add(handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id), p)
 			wg.Go(func() {
 				a.call(ctx, p.idx, p.persona.Name, p.burst, p.tool, withID(p.args, id), 0, false, nil)
 			})
