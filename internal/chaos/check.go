@@ -187,8 +187,10 @@ func checkFirstAnswer(ev Evidence) []Violation {
 				out = append(out, Violation{Invariant: InvFirstAnswer, Cell: k.cell, Handle: own, OperationID: k.opID, Persona: k.persona,
 					Detail: fmt.Sprintf("call #%d: ", c.Seq) + fmt.Sprintf(format, a...)})
 			}
-			// Other arguments than the stored operation's: always a conflict.
-			if final != nil && !sameArgs(c.Args, final.Payload) {
+			// Other arguments than the stored operation's, once it exists:
+			// always a conflict. (Before the insert, a call with other
+			// arguments may be deduplicated to another operation.)
+			if final != nil && !final.CreatedAt.After(c.End) && !sameArgs(c.Args, final.Payload) {
 				if c.Code != "IDEMPOTENCY_CONFLICT" {
 					bad("operation_id reused with other arguments answered %q (status %s, handle %s), not IDEMPOTENCY_CONFLICT", c.Code, c.Status, c.Handle)
 				}

@@ -97,7 +97,7 @@ func TestCheckerFlagsAReplayThatNamesAnotherHandle(t *testing.T) {
 func TestCheckerFlagsChangedArgumentsThatWereNotAConflict(t *testing.T) {
 	ev := cleanEvidence()
 	changed := ev.History.Calls[0]
-	changed.Seq, changed.End = 2, t0.Add(3*time.Second)
+	changed.Seq, changed.Start, changed.End = 2, t0.Add(2*time.Second), t0.Add(3*time.Second)
 	changed.Args = map[string]any{"order_id": "O20260728001", "reason": "other", "operation_id": "op-00000001"}
 	ev.History.Calls = append(ev.History.Calls, changed)
 	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
@@ -165,4 +165,20 @@ func TestViolationPrintoutNamesSeedInvariantAndHistory(t *testing.T) {
 	require.Contains(t, out.String(), "invariant 1")
 	require.Contains(t, out.String(), "#1 ") // the call
 	require.Contains(t, out.String(), "create_succeeded")
+}
+
+func TestCheckerAcceptsOtherArgumentsAnsweredBeforeTheOperationExisted(t *testing.T) {
+	ev := cleanEvidence()
+	op := *ev.Ops[0].Final
+	op.CreatedAt = t0.Add(10 * time.Second)
+	ev.Ops[0].Final = &op
+	early := ev.History.Calls[0]
+	early.Seq, early.Start, early.End, early.Deduplicated, early.Handle = 0, t0, t0.Add(time.Second), true, "op_other"
+	early.Args = map[string]any{"order_id": "O20260728001", "reason": "other", "operation_id": "op-00000001"}
+	late := ev.History.Calls[0]
+	late.Start, late.End = t0.Add(11*time.Second), t0.Add(12*time.Second)
+	ev.History.Calls = []Call{early, late}
+	for _, v := range Check(ev) {
+		require.NotContains(t, v.Detail, "not IDEMPOTENCY_CONFLICT")
+	}
 }
