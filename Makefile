@@ -186,3 +186,13 @@ bench-visibility: $(VENV_STAMP) ## get_operation on an unknown, a foreign and th
 bench-throughput: $(VENV_STAMP) ## Print write-path ops/s vs the engine's raw conditional writes (ratio) and requests per path
 	$(GO) test -count=1 -timeout 20m -v -run 'TestDynamoDBRequestsPerPath|TestThroughputFigure' ./test/throughput -args -throughput $(THROUGHPUT_ARGS) \
 		| grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS'
+
+# Seeded fault campaign with an invariant checker (docs/chaos.md).
+# SEED=0 draws a seed and prints it; CHAOS_ARGS passes further flags
+# (go run ./infra/chaos -h lists them with their defaults).
+SEED ?= 0
+OPS ?= 10000
+CHAOS_ARGS ?=
+.PHONY: chaos
+chaos: $(VENV_STAMP) ## Fault campaign: SEED=… OPS=… (default 10000), CHAOS_ARGS="-skew 200ms ..."; prints the summary table
+	$(GO) run ./infra/chaos -seed $(SEED) -ops $(OPS) $(CHAOS_ARGS)

@@ -40,6 +40,9 @@ type Options struct {
 	Out io.Writer
 	// Clock replaces time.Now (tests).
 	Clock func() time.Time
+	// DynamoDB, if set, is the client the store uses instead of one built
+	// from the configuration (the fault campaign wraps its HTTP transport).
+	DynamoDB *dynamodb.Client
 }
 
 // App is the wired system.
@@ -91,14 +94,17 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		Tracer:  obs.NewTracer(cfg.Tracing),
 		Logger:  slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel}))),
 	}
-	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-		}
-		// See store/httpbody.go: without it a write that took effect can
-		// come back refused after the SDK's retry.
-		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
-	})
+	db := opts.DynamoDB
+	if db == nil {
+		db = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+			if cfg.DynamoDBEndpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+			}
+			// See store/httpbody.go: without it a write that took effect can
+			// come back refused after the SDK's retry.
+			o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		})
+	}
 	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention, DueShards: cfg.DueShards, SweptDueShards: cfg.SweptDueShards}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

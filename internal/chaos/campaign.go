@@ -1,0 +1,279 @@
+// Package chaos is a seeded fault campaign against the whole system: real
+// MCP replicas, reconciler, store and simulators on a DynamoDB-compatible
+// engine, driven by agents and an operator while faults are injected at
+// the providers, in the store's transport, in the callers and in the
+// processes. After the system is quiet it checks seven invariants over the
+// recorded history (docs/chaos.md).
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/stack"
+)
+
+// Result is what a campaign found.
+type Result struct {
+	Seed        uint64
+	Ops         int
+	Duration    time.Duration
+	QuietSweeps []int
+	Evidence    Evidence
+	Violations  []Violation
+}
+
+// Run runs a campaign. An error means the campaign could not run; broken
+// invariants are in Result.Violations.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if err := cfg.Validate(); err != nil {
+		return Result{}, fmt.Errorf("chaos: %w", err)
+	}
+	start := time.Now()
+	rec := NewRecorder()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Result{}, fmt.Errorf("chaos: listen: %w", err)
+	}
+	iss, err := issuer.New("http://" + ln.Addr().String())
+	if err != nil {
+		return Result{}, fmt.Errorf("chaos: %w", err)
+	}
+	issSrv := &http.Server{Handler: iss.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = issSrv.Serve(ln) }()
+	defer issSrv.Close()
+	tokens := map[string]string{}
+	for _, p := range stack.Personas() {
+		tok, err := iss.Mint(issuer.Claims{Subject: p.Subject, ClientID: p.ClientID, MerchantID: p.Merchant, Roles: p.Roles,
+			Audience: ResourceURL, TTL: 24 * time.Hour})
+		if err != nil {
+			return Result{}, fmt.Errorf("chaos: mint: %w", err)
+		}
+		tokens[p.Name] = tok
+	}
+
+	cells := make([]*cell, cfg.Cells)
+	defer func() {
+		for _, c := range cells {
+			if c != nil {
+				c.stop(context.Background())
+			}
+		}
+	}()
+	for i := range cells {
+		if cells[i], err = startCell(ctx, i, &cfg, rec, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL()); err != nil {
+			return Result{}, err
+		}
+	}
+	fmt.Fprintf(cfg.Progress, "chaos: seed %d: %d operations on %d cells x %d replicas, started in %s\n",
+		cfg.Seed, cfg.Ops, cfg.Cells, cfg.Replicas, time.Since(start).Round(time.Millisecond))
+
+	res := Result{Seed: cfg.Seed, Ops: cfg.Ops, QuietSweeps: make([]int, cfg.Cells)}
+	var records [][]OpRecord = make([][]OpRecord, cfg.Cells)
+	evidence := make([]cellEvidence, cfg.Cells)
+	errs := make([]error, cfg.Cells)
+	var wg sync.WaitGroup
+	for i, c := range cells {
+		n := cfg.Ops / cfg.Cells
+		if i < cfg.Ops%cfg.Cells {
+			n++
+		}
+		wg.Go(func() {
+			records[i], evidence[i], res.QuietSweeps[i], errs[i] = c.campaign(ctx, n, tokens)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+
+	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, RiskByHandle: map[string][]string{},
+		MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack}
+	for i := range cells {
+		ev.Ops = append(ev.Ops, records[i]...)
+		for k, v := range evidence[i].byKey {
+			ev.EffectsByKey[k] = v
+		}
+		for k, v := range evidence[i].riskByHandle {
+			ev.RiskByHandle[k] = v
+		}
+		for k, v := range evidence[i].maxInFlight {
+			ev.MaxInFlight[k] = v
+			ev.InFlightCap[k] = evidence[i].inFlightCap
+		}
+	}
+	res.Evidence = ev
+	res.Violations = Check(ev)
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+type cellEvidence struct {
+	byKey        map[string][]string
+	riskByHandle map[string][]string
+	maxInFlight  map[string]int
+	inFlightCap  int
+}
+
+// campaign runs a cell's plans with its workers while the reconciler
+// sweeps, then quiets the cell, lets the operator resolve, and gathers the
+// evidence.
+func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([]OpRecord, cellEvidence, int, error) {
+	plans := makePlans(c.cfg, c.idx, n)
+	ag := &agents{c: c, tokens: tokens, sessions: map[string]*mcp.ClientSession{}}
+	defer ag.closeAll()
+	handles := &handleSet{m: map[string]plan{}}
+
+	sweepCtx, stopSweeps := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); c.sweeper(sweepCtx) }()
+
+	work := make(chan plan)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for p := range work {
+				ag.runPlan(ctx, p, handles)
+			}
+		})
+	}
+	for i, p := range plans {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- p
+		if (i+1)%50 == 0 {
+			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %d/%d operations queued at %s\n", c.idx, i+1, n, time.Now().Format("15:04:05"))
+		}
+	}
+	close(work)
+	wg.Wait()
+	stopSweeps()
+	<-sweepDone
+	// Calls whose callers went away still run to their budget.
+	time.Sleep(c.cfg.BudgetAuth + c.cfg.BudgetStore + c.cfg.BudgetDownstream + c.cfg.BudgetReserve)
+
+	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %d operations done at %s; quieting\n", c.idx, n, time.Now().Format("15:04:05"))
+	all := make([]string, 0, len(handles.m))
+	for h := range handles.m {
+		all = append(all, h)
+	}
+	sweeps, err := c.quiesce(ctx, all)
+	if err != nil {
+		return nil, cellEvidence{}, sweeps, err
+	}
+	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet after %d sweeps at %s; operator\n", c.idx, sweeps, time.Now().Format("15:04:05"))
+	if err := ag.operator(ctx, all, func(op operation.Operation) ([]string, error) { return c.effectsOf(ctx, op) }); err != nil {
+		return nil, cellEvidence{}, sweeps, err
+	}
+	records, ce, err := c.gather(ctx, handles)
+	return records, ce, sweeps, err
+}
+
+// gather reads every known operation's final state and the providers'
+// records.
+func (c *cell) gather(ctx context.Context, handles *handleSet) ([]OpRecord, cellEvidence, error) {
+	ce := cellEvidence{byKey: map[string][]string{}, riskByHandle: map[string][]string{}, maxInFlight: map[string]int{}}
+	var out []OpRecord
+	for h, p := range handles.m {
+		r := OpRecord{Cell: c.idx, Handle: h, Persona: p.persona.Name, Tenant: p.persona.Merchant, ClientID: p.persona.ClientID,
+			Tool: p.tool, OperationID: p.opID, EffectKey: effectKey(p.tool, p.args)}
+		op, err := c.observer.Get(ctx, h)
+		if err == nil {
+			r.Final = &op
+			r.EffectKey = effectKey(p.tool, anyMap(op.Target))
+			if p.tool == toolRisk {
+				ids, err := c.effectsOf(ctx, op)
+				if err != nil {
+					return nil, ce, err
+				}
+				ce.riskByHandle[cellKey(c.idx, h)] = ids
+			}
+		}
+		out = append(out, r)
+	}
+	// Every effect the providers hold, by business fact.
+	rs := c.risk.Stats()
+	for order, n := range rs.ReviewsByOrder {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("review-%d", i) // counted; the ids that matter are read by request key
+		}
+		ce.byKey[cellKey(c.idx, "risk|"+order)] = ids
+	}
+	for _, r := range out {
+		if r.Tool == toolRisk {
+			if ids := ce.riskByHandle[cellKey(c.idx, r.Handle)]; len(ids) > 0 {
+				key := cellKey(c.idx, r.EffectKey)
+				ce.byKey[key] = mergeIDs(ce.byKey[key], ids)
+			}
+		}
+	}
+	ts := c.release.Stats()
+	for target := range ts.TicketsByTarget {
+		parts := strings.SplitN(target, "/", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		ids, err := c.effectsOf(ctx, operation.Operation{Key: operation.RequestKey{Tool: toolTicket},
+			Target: map[string]string{"service": parts[0], "commit": parts[1], "environment": parts[2]}})
+		if err != nil {
+			return nil, ce, err
+		}
+		ce.byKey[cellKey(c.idx, "ticket|"+target)] = ids
+	}
+	ce.maxInFlight[fmt.Sprintf("%d/risk", c.idx)] = rs.MaxInFlight
+	ce.maxInFlight[fmt.Sprintf("%d/release", c.idx)] = ts.MaxInFlight
+	restarts := 0
+	for _, r := range c.replicas {
+		restarts += r.restarts
+	}
+	// Every process (replicas, restarted ones whose calls may still run,
+	// the reconciler, the operator's) holds at most DownstreamMaxConns.
+	ce.inFlightCap = (len(c.replicas) + restarts + 1) * c.cfg.DownstreamMaxConns
+	return out, ce, nil
+}
+
+// mergeIDs replaces counted placeholders with real ids where known.
+func mergeIDs(counted, real []string) []string {
+	out := append([]string(nil), real...)
+	for i := len(real); i < len(counted); i++ {
+		out = append(out, counted[i])
+	}
+	return out
+}
+
+func effectKey(tool string, args map[string]any) string {
+	s := func(k string) string { v, _ := args[k].(string); return v }
+	if tool == toolRisk {
+		return "risk|" + s("order_id")
+	}
+	return "ticket|" + s("service") + "/" + s("commit") + "/" + s("environment")
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+var engine *enginetest.Engine
+
+func TestMain(m *testing.M) {
+	os.Exit(enginetest.Main(m, func(e *enginetest.Engine) { engine = e }))
+}
+
+// shortCampaign is half of the campaign `make test` runs: 150 operations
+// under a fixed seed and 150 under a fresh one, 300 in all. Fault modes
+// that hit holes still being closed stay off (docs/chaos.md).
+func shortCampaign(seed uint64) Config {
+	cfg := Default()
+	cfg.Seed, cfg.Ops, cfg.Cells, cfg.Workers = seed, 150, 2, 2
+	cfg.Engines = []string{engine.Endpoint()}
+	return cfg
+}
+
+func runCampaign(t *testing.T, cfg Config) {
+	t.Helper()
+	t.Logf("chaos seed %d (replay: make chaos SEED=%d OPS=%d)", cfg.Seed, cfg.Seed, cfg.Ops)
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	PrintSummary(&out, res)
+	PrintViolations(&out, res, 5)
+	t.Log("\n" + out.String())
+	require.Empty(t, res.Violations, "seed %d broke an invariant; replay with make chaos SEED=%d OPS=%d", cfg.Seed, cfg.Seed, cfg.Ops)
+	require.Equal(t, cfg.Ops, res.Ops)
+}
+
+func TestShortCampaignFixedSeedKeepsEveryInvariant(t *testing.T) {
+	t.Parallel()
+	runCampaign(t, shortCampaign(20261201))
+}
+
+func TestShortCampaignFreshSeedKeepsEveryInvariant(t *testing.T) {
+	t.Parallel()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	seed := binary.LittleEndian.Uint64(b[:]) >> 1
+	// Printed even when the test passes, so a flaky seed can be replayed.
+	_, _ = os.Stdout.WriteString("chaos: fresh seed " + itoa(seed) + " (replay: make chaos SEED=" + itoa(seed) + " OPS=150 CHAOS_ARGS=\"-cells 2 -workers 2\")\n")
+	runCampaign(t, shortCampaign(seed))
+}
+
+func itoa(u uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+func TestStoreFaultLostAnswerLeavesTheWriteApplied(t *testing.T) {
+	ctx := context.Background()
+	rec := NewRecorder()
+	c := &cell{endpoint: engine.Endpoint()}
+	c.appCfg.Region = "us-east-1"
+	var faults *StoreFaults
+	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
+		faults = NewStoreFaults(next, 1, StoreFaultRates{LostAnswer: 1}, rec, 0, "test")
+		return faults
+	})
+	require.NoError(t, err)
+	st, err := store.New(db, store.Config{Table: enginetest.TableName(t), Retention: time.Hour})
+	require.NoError(t, err)
+	faults.SetEnabled(false)
+	enginetest.EnsureTable(t, st)
+	faults.SetEnabled(true)
+
+	op := newTestOperation(t, "lost-answer-1")
+	_, err = st.InsertIfAbsent(ctx, op)
+	require.Error(t, err, "every answer was lost")
+
+	faults.SetEnabled(false)
+	got, err := st.Get(ctx, op.Handle)
+	require.NoError(t, err, "the write was applied although its answer was lost")
+	require.Equal(t, operation.StatePending, got.State)
+	require.NotEmpty(t, rec.History().Faults)
+}
+
+func TestStoreFaultThrottleAppliesNothing(t *testing.T) {
+	ctx := context.Background()
+	rec := NewRecorder()
+	c := &cell{endpoint: engine.Endpoint()}
+	c.appCfg.Region = "us-east-1"
+	var faults *StoreFaults
+	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
+		faults = NewStoreFaults(next, 1, StoreFaultRates{Throttle: 1}, rec, 0, "test")
+		return faults
+	})
+	require.NoError(t, err)
+	st, err := store.New(db, store.Config{Table: enginetest.TableName(t), Retention: time.Hour})
+	require.NoError(t, err)
+	faults.SetEnabled(false)
+	enginetest.EnsureTable(t, st)
+	faults.SetEnabled(true)
+
+	op := newTestOperation(t, "throttled-1")
+	_, err = st.InsertIfAbsent(ctx, op)
+	require.Error(t, err)
+
+	faults.SetEnabled(false)
+	_, err = st.Get(ctx, op.Handle)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func newTestOperation(t *testing.T, id string) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey("support-assistant", "M1", toolRisk, "op-"+id)
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(toolRisk, "alice", map[string]string{"order_id": id})
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{
+		Key: key, BusinessKey: "risk_review|" + id, RequestDigest: digest, EndUserID: "alice", TenantID: "M1",
+		Target: map[string]string{"order_id": "O20260728001"}, Payload: map[string]string{"order_id": "O20260728001"},
+	}, time.Now(), time.Minute)
+	require.NoError(t, err)
+	return op
+}

@@ -1,0 +1,471 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// The seven invariants, numbered as docs/chaos.md lists them.
+const (
+	InvOneEffect      = 1 // per business key at most one effect, unless an ESCALATED incident names every effect
+	InvSettled        = 2 // every operation SUCCEEDED, FAILED or ESCALATED
+	InvFirstAnswer    = 3 // every answer for an operation_id agrees with the first
+	InvEffectMatches  = 4 // SUCCEEDED has its effect; FAILED has none
+	InvJournal        = 5 // versions strictly increase; every step is in the transition table
+	InvTenantIsolated = 6 // no answer shows one tenant another tenant's operation
+	InvBackpressure   = 7 // downstream in flight within the cap; OVERLOADED is fast
+)
+
+// InvariantNames are the short names used in the summary.
+var InvariantNames = map[int]string{
+	InvOneEffect: "one effect per business key", InvSettled: "settled after quiet",
+	InvFirstAnswer: "answers agree with the first", InvEffectMatches: "state matches provider",
+	InvJournal: "journal monotonic and legal", InvTenantIsolated: "tenant isolation",
+	InvBackpressure: "backpressure",
+}
+
+// OpRecord is an operation the campaign may have created, with its final
+// state read from the table (nil: never stored).
+type OpRecord struct {
+	Cell        int
+	Handle      string
+	Persona     string
+	Tenant      string
+	ClientID    string
+	Tool        string
+	OperationID string
+	EffectKey   string // business fact the provider's effects are counted by
+	Final       *operation.Operation
+}
+
+// Evidence is everything the checker judges: the history, the final
+// table, and the providers' records.
+type Evidence struct {
+	Seed    uint64
+	History History
+	Ops     []OpRecord
+	// EffectsByKey: resource ids at the provider per business fact
+	// (cell-qualified EffectKey).
+	EffectsByKey map[string][]string
+	// RiskByHandle: risk reviews created with the handle as request key.
+	RiskByHandle map[string][]string
+	// MaxInFlight per cell and provider ("0/risk"), and its cap.
+	MaxInFlight   map[string]int
+	InFlightCap   map[string]int
+	MaxQueueWait  time.Duration
+	OverloadSlack time.Duration
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant int
+	Cell      int
+	Handle    string
+	// OperationID and Persona name the caller's key when the violation is
+	// about answers.
+	OperationID string
+	Persona     string
+	Detail      string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("invariant %d (%s) cell %d handle %s: %s", v.Invariant, InvariantNames[v.Invariant], v.Cell, v.Handle, v.Detail)
+}
+
+// Check evaluates the seven invariants, in order, and returns every
+// violation (the first is the first invariant broken).
+func Check(ev Evidence) []Violation {
+	var out []Violation
+	out = append(out, checkOneEffect(ev)...)
+	out = append(out, checkSettled(ev)...)
+	out = append(out, checkFirstAnswer(ev)...)
+	out = append(out, checkEffectMatches(ev)...)
+	out = append(out, checkJournal(ev)...)
+	out = append(out, checkTenants(ev)...)
+	out = append(out, checkBackpressure(ev)...)
+	return out
+}
+
+func cellKey(cell int, k string) string { return fmt.Sprintf("%d/%s", cell, k) }
+
+func checkOneEffect(ev Evidence) []Violation {
+	byKey := map[string][]OpRecord{}
+	for _, r := range ev.Ops {
+		if r.Final != nil {
+			byKey[cellKey(r.Cell, r.EffectKey)] = append(byKey[cellKey(r.Cell, r.EffectKey)], r)
+		}
+	}
+	var out []Violation
+	for _, key := range sortedKeys(ev.EffectsByKey) {
+		effects := ev.EffectsByKey[key]
+		if len(effects) <= 1 {
+			continue
+		}
+		ops := byKey[key]
+		named := slices.ContainsFunc(ops, func(r OpRecord) bool {
+			return r.Final.State == operation.StateEscalated && r.Final.Outcome == operation.OutcomeIncidentMultipleEffects &&
+				r.Final.DuplicateResources >= len(effects)
+		})
+		if named {
+			continue
+		}
+		v := Violation{Invariant: InvOneEffect, Detail: fmt.Sprintf("business key %s has %d effects %v and no ESCALATED incident names them all", key, len(effects), effects)}
+		if len(ops) > 0 {
+			v.Cell, v.Handle = ops[0].Cell, ops[0].Handle
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func checkSettled(ev Evidence) []Violation {
+	var out []Violation
+	for _, r := range ev.Ops {
+		if r.Final == nil {
+			continue
+		}
+		switch r.Final.State {
+		case operation.StateSucceeded, operation.StateFailed, operation.StateEscalated:
+		default:
+			out = append(out, Violation{Invariant: InvSettled, Cell: r.Cell, Handle: r.Handle,
+				Detail: fmt.Sprintf("left %s (%s) after the quiet phase", r.Final.State, r.Final.Outcome)})
+		}
+	}
+	return out
+}
+
+// answerKey names one caller's operation_id: client, tool and id, as the
+// server scopes it (the persona is kept for the report only).
+type answerKey struct {
+	cell                  int
+	client, tool, persona string
+	opID                  string
+}
+
+var transientCodes = map[string]bool{"OVERLOADED": true, "TEMPORARY_UNAVAILABLE": true, "UNAUTHENTICATED": true}
+
+func checkFirstAnswer(ev Evidence) []Violation {
+	clients := map[string]string{}
+	for _, p := range personaByName {
+		clients[p.Name] = p.ClientID
+	}
+	byKey := map[answerKey][]Call{}
+	var keys []answerKey
+	for _, c := range ev.History.Calls {
+		if c.OperationID == "" || (c.Tool != toolRisk && c.Tool != toolTicket) || !c.Answered() {
+			continue
+		}
+		k := answerKey{c.Cell, clients[c.Persona], c.Tool, c.Persona, c.OperationID}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], c)
+	}
+	finals := map[string]*operation.Operation{}
+	for _, r := range ev.Ops {
+		finals[cellKey(r.Cell, r.Handle)] = r.Final
+	}
+	var out []Violation
+	for _, k := range keys {
+		calls := byKey[k]
+		sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
+		own := handleOf(k.client, personaByName[k.persona].Merchant, k.tool, k.opID)
+		final := finals[cellKey(k.cell, own)]
+		var first *Call
+		for i := range calls {
+			c := calls[i]
+			if transientCodes[c.Code] {
+				continue
+			}
+			bad := func(format string, a ...any) {
+				out = append(out, Violation{Invariant: InvFirstAnswer, Cell: k.cell, Handle: own, OperationID: k.opID, Persona: k.persona,
+					Detail: fmt.Sprintf("call #%d: ", c.Seq) + fmt.Sprintf(format, a...)})
+			}
+			// Other arguments than the stored operation's, once it exists:
+			// always a conflict. (Before the insert, a call with other
+			// arguments may be deduplicated to another operation.)
+			if final != nil && !final.CreatedAt.After(c.End) && !sameArgs(c.Args, final.Payload) {
+				if c.Code != "IDEMPOTENCY_CONFLICT" {
+					bad("operation_id reused with other arguments answered %q (status %s, handle %s), not IDEMPOTENCY_CONFLICT", c.Code, c.Status, c.Handle)
+				}
+				continue
+			}
+			if c.Code == "IDEMPOTENCY_CONFLICT" || c.Handle == "" {
+				continue
+			}
+			if first == nil {
+				first = &calls[i]
+				continue
+			}
+			if c.Handle != first.Handle {
+				bad("answered handle %s (%s), the first answer (call #%d) named %s (%s)", c.Handle, c.Status, first.Seq, first.Handle, first.Status)
+				continue
+			}
+			if first.Status == string(operation.StateSucceeded) && (c.Status != first.Status || c.ResourceID != first.ResourceID) {
+				bad("answered %s resource %q after call #%d answered SUCCEEDED resource %q", c.Status, c.ResourceID, first.Seq, first.ResourceID)
+			}
+			if first.Status == string(operation.StateFailed) && c.Status != first.Status {
+				bad("answered %s after call #%d answered FAILED", c.Status, first.Seq)
+			}
+			if c.Status == string(operation.StateSucceeded) || c.Status == string(operation.StateFailed) {
+				first = &calls[i] // a settled answer is what later answers must keep
+			}
+		}
+		if first != nil && final != nil && first.Handle == own {
+			switch {
+			case first.Status == string(operation.StateSucceeded) && (final.State != operation.StateSucceeded || final.ResourceID != first.ResourceID):
+				out = append(out, Violation{Invariant: InvFirstAnswer, Cell: k.cell, Handle: own, OperationID: k.opID, Persona: k.persona,
+					Detail: fmt.Sprintf("answered SUCCEEDED resource %q, the table ends %s resource %q", first.ResourceID, final.State, final.ResourceID)})
+			case first.Status == string(operation.StateFailed) && final.State != operation.StateFailed:
+				out = append(out, Violation{Invariant: InvFirstAnswer, Cell: k.cell, Handle: own, OperationID: k.opID, Persona: k.persona,
+					Detail: fmt.Sprintf("answered FAILED, the table ends %s", final.State)})
+			}
+		}
+	}
+	return out
+}
+
+// sameArgs compares a call's arguments with a stored operation's payload
+// on the fields the caller chose.
+func sameArgs(args map[string]any, payload map[string]string) bool {
+	for k, v := range args {
+		if k == "operation_id" {
+			continue
+		}
+		s, _ := v.(string)
+		if p, ok := payload[k]; ok && p != s {
+			return false
+		}
+	}
+	return true
+}
+
+func checkEffectMatches(ev Evidence) []Violation {
+	var out []Violation
+	claimed := map[string]int{} // effects owned by SUCCEEDED or ESCALATED operations, per key
+	for _, r := range ev.Ops {
+		if r.Final != nil && (r.Final.State == operation.StateSucceeded || r.Final.State == operation.StateEscalated) {
+			claimed[cellKey(r.Cell, r.EffectKey)] += max(1, r.Final.DuplicateResources)
+		}
+	}
+	for _, r := range ev.Ops {
+		if r.Final == nil {
+			continue
+		}
+		key := cellKey(r.Cell, r.EffectKey)
+		switch r.Final.State {
+		case operation.StateSucceeded:
+			present := ev.EffectsByKey[key]
+			if r.Tool == toolRisk {
+				present = ev.RiskByHandle[cellKey(r.Cell, r.Handle)]
+			}
+			if r.Final.ResourceID == "" || !slices.Contains(present, r.Final.ResourceID) {
+				out = append(out, Violation{Invariant: InvEffectMatches, Cell: r.Cell, Handle: r.Handle,
+					Detail: fmt.Sprintf("SUCCEEDED with resource %q, the provider has %v", r.Final.ResourceID, present)})
+			}
+		case operation.StateFailed:
+			if r.Tool == toolRisk {
+				if found := ev.RiskByHandle[cellKey(r.Cell, r.Handle)]; len(found) > 0 {
+					out = append(out, Violation{Invariant: InvEffectMatches, Cell: r.Cell, Handle: r.Handle,
+						Detail: fmt.Sprintf("FAILED, but the provider holds %v created with its request key", found)})
+				}
+			} else if n := len(ev.EffectsByKey[key]); n > claimed[key] {
+				out = append(out, Violation{Invariant: InvEffectMatches, Cell: r.Cell, Handle: r.Handle,
+					Detail: fmt.Sprintf("FAILED, and its target has %d tickets %v of which only %d belong to a SUCCEEDED or ESCALATED operation", n, ev.EffectsByKey[key], claimed[key])})
+			}
+		}
+	}
+	return out
+}
+
+func checkJournal(ev Evidence) []Violation {
+	var out []Violation
+	for _, r := range ev.Ops {
+		var reads []operation.Operation
+		for _, s := range ev.History.Snapshots[r.Handle] {
+			reads = append(reads, s.Op)
+		}
+		if r.Final != nil {
+			reads = append(reads, *r.Final)
+		}
+		for i, op := range reads {
+			if d := journalProblem(op); d != "" {
+				out = append(out, Violation{Invariant: InvJournal, Cell: r.Cell, Handle: r.Handle, Detail: d})
+				break
+			}
+			if i == 0 {
+				continue
+			}
+			prev := reads[i-1]
+			if op.Version < prev.Version {
+				out = append(out, Violation{Invariant: InvJournal, Cell: r.Cell, Handle: r.Handle,
+					Detail: fmt.Sprintf("version went back from %d to %d between reads", prev.Version, op.Version)})
+				break
+			}
+			if !journalExtends(prev.Journal, op.Journal) {
+				out = append(out, Violation{Invariant: InvJournal, Cell: r.Cell, Handle: r.Handle,
+					Detail: fmt.Sprintf("journal at version %d does not extend the one read at version %d", op.Version, prev.Version)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// journalProblem checks one read: each transition event leaves the state
+// the previous one entered, is allowed by the transition table, and the
+// version counts exactly the transitions.
+func journalProblem(op operation.Operation) string {
+	state := operation.StatePending
+	transitions := int64(0)
+	for i, e := range op.Journal {
+		if !slices.Contains(operation.TransitionEvents(), e.Type) {
+			continue
+		}
+		to, ok := operation.Next(e.From, e.Type)
+		switch {
+		case e.From != state:
+			return fmt.Sprintf("journal event %d (%s) leaves %s, but the operation was %s", i, e.Type, e.From, state)
+		case !ok || to != e.To:
+			return fmt.Sprintf("journal event %d: %s -%s-> %s is not in the transition table", i, e.From, e.Type, e.To)
+		}
+		state = to
+		transitions++
+	}
+	if state != op.State {
+		return fmt.Sprintf("journal ends in %s, the operation is %s", state, op.State)
+	}
+	if op.Version != 1+transitions {
+		return fmt.Sprintf("version %d after %d transitions (want %d)", op.Version, transitions, 1+transitions)
+	}
+	return ""
+}
+
+func journalExtends(prev, next []operation.Event) bool {
+	if len(next) < len(prev) {
+		return false
+	}
+	for i := range prev {
+		a, b := prev[i], next[i]
+		if a.Type != b.Type || !a.At.Equal(b.At) || a.WriteID != b.WriteID {
+			return false
+		}
+	}
+	return true
+}
+
+func checkTenants(ev Evidence) []Violation {
+	tenantOf := map[string]string{}
+	for _, r := range ev.Ops {
+		if r.Final != nil {
+			tenantOf[cellKey(r.Cell, r.Handle)] = r.Final.TenantID
+		}
+	}
+	var out []Violation
+	for _, c := range ev.History.Calls {
+		p, ok := personaByName[c.Persona]
+		if !ok || c.Persona == "OPERATOR" || !c.Answered() || c.Handle == "" {
+			continue
+		}
+		t, known := tenantOf[cellKey(c.Cell, c.Handle)]
+		if known && t != p.Merchant {
+			out = append(out, Violation{Invariant: InvTenantIsolated, Cell: c.Cell, Handle: c.Handle, OperationID: c.OperationID, Persona: c.Persona,
+				Detail: fmt.Sprintf("call #%d %s by %s (tenant %s) was answered %s/%s with an operation of tenant %s", c.Seq, c.Tool, c.Persona, p.Merchant, c.Code, c.Status, t)})
+		}
+	}
+	return out
+}
+
+func checkBackpressure(ev Evidence) []Violation {
+	var out []Violation
+	for _, k := range sortedKeys(ev.MaxInFlight) {
+		if limit, ok := ev.InFlightCap[k]; ok && ev.MaxInFlight[k] > limit {
+			out = append(out, Violation{Invariant: InvBackpressure, Detail: fmt.Sprintf("%s: %d downstream requests in flight, cap %d", k, ev.MaxInFlight[k], limit)})
+		}
+	}
+	for _, c := range ev.History.Calls {
+		if c.Code != "OVERLOADED" {
+			continue
+		}
+		if took := c.End.Sub(c.Start); took > ev.MaxQueueWait+ev.OverloadSlack || !c.RetryAllowed {
+			out = append(out, Violation{Invariant: InvBackpressure, Cell: c.Cell, Handle: c.Handle, OperationID: c.OperationID, Persona: c.Persona,
+				Detail: fmt.Sprintf("call #%d OVERLOADED after %s (queue wait %s + slack %s), retry_allowed %v", c.Seq, took.Round(time.Millisecond), ev.MaxQueueWait, ev.OverloadSlack, c.RetryAllowed)})
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// PrintViolation writes the seed, the first invariant broken and the
+// operation's full history: every call naming it, the faults aimed at
+// it, every read of it and its final journal.
+func PrintViolation(w io.Writer, ev Evidence, v Violation) {
+	fmt.Fprintf(w, "VIOLATION seed=%d\n  first invariant broken: %s\n", ev.Seed, v)
+	var rec *OpRecord
+	for i := range ev.Ops {
+		if ev.Ops[i].Cell == v.Cell && ev.Ops[i].Handle == v.Handle {
+			rec = &ev.Ops[i]
+		}
+	}
+	opID := v.OperationID
+	if rec != nil {
+		fmt.Fprintf(w, "  operation: %s %s by %s operation_id %s business %s\n", rec.Handle, rec.Tool, rec.Persona, rec.OperationID, rec.EffectKey)
+		if opID == "" {
+			opID = rec.OperationID
+		}
+	}
+	fmt.Fprintln(w, "  calls:")
+	for _, c := range ev.History.Calls {
+		if c.Cell != v.Cell || !(c.Handle == v.Handle && v.Handle != "" || opID != "" && strings.HasPrefix(c.OperationID, opID) || argsName(c.Args, v.Handle)) {
+			continue
+		}
+		ans := fmt.Sprintf("code=%s status=%s outcome=%s handle=%s resource=%s dedup=%v", c.Code, c.Status, c.Outcome, c.Handle, c.ResourceID, c.Deduplicated)
+		if !c.Answered() {
+			ans = "no answer: " + c.TransportError
+		}
+		fmt.Fprintf(w, "    #%d %s %s@replica%d %s %v changed=%v [%s] -> %s\n", c.Seq, c.Start.Format("15:04:05.000"), c.Persona, c.Replica, c.Tool, c.Args, c.ArgsChanged, c.End.Sub(c.Start).Round(time.Millisecond), ans)
+	}
+	fmt.Fprintln(w, "  faults aimed at it:")
+	for _, f := range ev.History.Faults {
+		if f.Cell == v.Cell && (f.Handle != "" && f.Handle == v.Handle || opID != "" && f.Detail == opID) {
+			fmt.Fprintf(w, "    #%d %s %s %s\n", f.Seq, f.At.Format("15:04:05.000"), f.Kind, f.Detail)
+		}
+	}
+	fmt.Fprintln(w, "  reads from the table:")
+	for _, s := range ev.History.Snapshots[v.Handle] {
+		fmt.Fprintf(w, "    #%d v%d %s %s resource=%s\n", s.Seq, s.Op.Version, s.Op.State, s.Op.Outcome, s.Op.ResourceID)
+	}
+	if rec != nil && rec.Final != nil {
+		fmt.Fprintf(w, "  final: v%d %s %s resource=%s duplicates=%d escalation=%q\n  journal:\n", rec.Final.Version, rec.Final.State, rec.Final.Outcome, rec.Final.ResourceID, rec.Final.DuplicateResources, rec.Final.Escalation)
+		for _, e := range rec.Final.Journal {
+			fmt.Fprintf(w, "    %s %s %s->%s %s %s %s\n", e.At.Format("15:04:05.000"), e.Type, e.From, e.To, e.Result, e.ResourceID, e.Detail)
+		}
+		fmt.Fprintf(w, "  provider effects for %s: %v\n", rec.EffectKey, ev.EffectsByKey[cellKey(rec.Cell, rec.EffectKey)])
+	}
+}
+
+func argsName(args map[string]any, handle string) bool {
+	if handle == "" {
+		return false
+	}
+	for _, v := range args {
+		if s, _ := v.(string); s == handle {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+package chaos
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// The checker must be able to fail: each invariant is fed a history that
+// breaks it, and a clean history that does not.
+
+var t0 = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+
+func succeededOp(handle, resource string) operation.Operation {
+	return operation.Operation{
+		Handle: handle, State: operation.StateSucceeded, Outcome: operation.OutcomeCommittedAndVerified, Version: 2,
+		TenantID: "M1", ResourceID: resource, Payload: map[string]string{"order_id": "O20260728001", "reason": "velocity"},
+		Key: operation.RequestKey{ClientID: "support-assistant", Tool: toolRisk, OperationID: "op-00000001"},
+		Journal: []operation.Event{
+			{Type: operation.EventIntentRecorded, At: t0, To: operation.StatePending},
+			{Type: operation.EventDispatchStarted, At: t0, From: operation.StatePending, To: operation.StatePending},
+			{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second), From: operation.StatePending, To: operation.StateSucceeded, ResourceID: resource},
+		},
+	}
+}
+
+func cleanEvidence() Evidence {
+	handle := handleOf("support-assistant", "M1", toolRisk, "op-00000001")
+	op := succeededOp(handle, "rv-1")
+	return Evidence{
+		Seed: 7,
+		Ops: []OpRecord{{Cell: 0, Handle: handle, Persona: "ALICE", Tenant: "M1", ClientID: "support-assistant",
+			Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728001", Final: &op}},
+		EffectsByKey: map[string][]string{"0/risk|O20260728001": {"rv-1"}},
+		RiskByHandle: map[string][]string{"0/" + handle: {"rv-1"}},
+		MaxInFlight:  map[string]int{"0/risk": 2}, InFlightCap: map[string]int{"0/risk": 4},
+		MaxQueueWait: 200 * time.Millisecond, OverloadSlack: time.Second,
+		History: History{Calls: []Call{{
+			Seq: 1, Persona: "ALICE", Tool: toolRisk, OperationID: "op-00000001",
+			Args:  map[string]any{"order_id": "O20260728001", "reason": "velocity", "operation_id": "op-00000001"},
+			Start: t0, End: t0.Add(time.Second), Status: "SUCCEEDED", Handle: handle, ResourceID: "rv-1",
+		}}},
+	}
+}
+
+func invariantsOf(vs []Violation) []int {
+	var out []int
+	for _, v := range vs {
+		out = append(out, v.Invariant)
+	}
+	return out
+}
+
+func TestCheckerPassesAConsistentHistory(t *testing.T) {
+	require.Empty(t, Check(cleanEvidence()))
+}
+
+func TestCheckerFlagsASecondEffectForOneBusinessKey(t *testing.T) {
+	ev := cleanEvidence()
+	ev.EffectsByKey["0/risk|O20260728001"] = []string{"rv-1", "rv-2"}
+	require.Contains(t, invariantsOf(Check(ev)), InvOneEffect)
+}
+
+func TestCheckerAcceptsSeveralEffectsNamedByAnEscalatedIncident(t *testing.T) {
+	ev := cleanEvidence()
+	ev.EffectsByKey["0/risk|O20260728001"] = []string{"rv-1", "rv-2"}
+	op := *ev.Ops[0].Final
+	op.Journal = append(op.Journal[:2:2], operation.Event{Type: operation.EventResponseMissing, At: t0, From: operation.StatePending, To: operation.StateUnknown},
+		operation.Event{Type: operation.EventProbeMultiple, At: t0, From: operation.StateUnknown, To: operation.StateEscalated})
+	op.State, op.Outcome, op.DuplicateResources, op.Version = operation.StateEscalated, operation.OutcomeIncidentMultipleEffects, 2, 3
+	ev.Ops[0].Final = &op
+	ev.History.Calls = nil
+	require.NotContains(t, invariantsOf(Check(ev)), InvOneEffect)
+}
+
+func TestCheckerFlagsAnOperationLeftUnknown(t *testing.T) {
+	ev := cleanEvidence()
+	op := *ev.Ops[0].Final
+	op.Journal = append(op.Journal[:2:2], operation.Event{Type: operation.EventClientTimeout, At: t0, From: operation.StatePending, To: operation.StateUnknown})
+	op.State = operation.StateUnknown
+	ev.Ops[0].Final = &op
+	require.Contains(t, invariantsOf(Check(ev)), InvSettled)
+}
+
+func TestCheckerFlagsAReplayThatNamesAnotherHandle(t *testing.T) {
+	ev := cleanEvidence()
+	again := ev.History.Calls[0]
+	again.Seq, again.Start, again.End, again.Handle = 2, t0.Add(2*time.Second), t0.Add(3*time.Second), "op_other"
+	ev.History.Calls = append(ev.History.Calls, again)
+	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
+}
+
+func TestCheckerFlagsChangedArgumentsThatWereNotAConflict(t *testing.T) {
+	ev := cleanEvidence()
+	changed := ev.History.Calls[0]
+	changed.Seq, changed.Start, changed.End = 2, t0.Add(2*time.Second), t0.Add(3*time.Second)
+	changed.Args = map[string]any{"order_id": "O20260728001", "reason": "other", "operation_id": "op-00000001"}
+	ev.History.Calls = append(ev.History.Calls, changed)
+	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
+
+	changed.Code, changed.Status, changed.Handle = "IDEMPOTENCY_CONFLICT", "", ""
+	ev.History.Calls[1] = changed
+	require.Empty(t, Check(ev))
+}
+
+func TestCheckerFlagsSucceededWithoutItsEffectAndFailedWithOne(t *testing.T) {
+	ev := cleanEvidence()
+	ev.RiskByHandle["0/"+ev.Ops[0].Handle] = nil
+	require.Contains(t, invariantsOf(Check(ev)), InvEffectMatches)
+
+	ev = cleanEvidence()
+	op := *ev.Ops[0].Final
+	op.Journal = append(op.Journal[:2:2], operation.Event{Type: operation.EventBusinessRejected, At: t0, From: operation.StatePending, To: operation.StateFailed})
+	op.State, op.ResourceID = operation.StateFailed, ""
+	ev.Ops[0].Final = &op
+	ev.History.Calls = nil
+	require.Contains(t, invariantsOf(Check(ev)), InvEffectMatches)
+}
+
+func TestCheckerFlagsAnIllegalStepAndAVersionGoingBack(t *testing.T) {
+	ev := cleanEvidence()
+	op := *ev.Ops[0].Final
+	op.Journal = append(op.Journal[:2:2], operation.Event{Type: operation.EventProbeFoundOne, At: t0, From: operation.StatePending, To: operation.StateSucceeded})
+	ev.Ops[0].Final = &op
+	require.Contains(t, invariantsOf(Check(ev)), InvJournal)
+
+	ev = cleanEvidence()
+	later := *ev.Ops[0].Final
+	earlier := later
+	earlier.Version = 3
+	ev.History.Snapshots = map[string][]Snapshot{later.Handle: {{Seq: 1, Op: earlier}}}
+	require.Contains(t, invariantsOf(Check(ev)), InvJournal)
+}
+
+func TestCheckerFlagsAnAnswerShowingAnotherTenantsOperation(t *testing.T) {
+	ev := cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls, Call{Seq: 2, Persona: "BOB", Tool: toolRiskStatus,
+		Args: map[string]any{"review_id": ev.Ops[0].Handle}, Start: t0, End: t0, Status: "SUCCEEDED", Handle: ev.Ops[0].Handle})
+	require.Contains(t, invariantsOf(Check(ev)), InvTenantIsolated)
+}
+
+func TestCheckerFlagsTooManyInFlightAndASlowOverload(t *testing.T) {
+	ev := cleanEvidence()
+	ev.MaxInFlight["0/risk"] = 5
+	require.Contains(t, invariantsOf(Check(ev)), InvBackpressure)
+
+	ev = cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls, Call{Seq: 2, Persona: "ALICE", Tool: toolGetOp, Start: t0, End: t0.Add(5 * time.Second),
+		Code: "OVERLOADED", RetryAllowed: true, IsError: true})
+	require.Contains(t, invariantsOf(Check(ev)), InvBackpressure)
+}
+
+func TestViolationPrintoutNamesSeedInvariantAndHistory(t *testing.T) {
+	ev := cleanEvidence()
+	ev.EffectsByKey["0/risk|O20260728001"] = []string{"rv-1", "rv-2"}
+	vs := Check(ev)
+	require.NotEmpty(t, vs)
+	var out bytes.Buffer
+	PrintViolation(&out, ev, vs[0])
+	require.Contains(t, out.String(), "seed=7")
+	require.Contains(t, out.String(), "invariant 1")
+	require.Contains(t, out.String(), "#1 ") // the call
+	require.Contains(t, out.String(), "create_succeeded")
+}
+
+func TestCheckerAcceptsOtherArgumentsAnsweredBeforeTheOperationExisted(t *testing.T) {
+	ev := cleanEvidence()
+	op := *ev.Ops[0].Final
+	op.CreatedAt = t0.Add(10 * time.Second)
+	ev.Ops[0].Final = &op
+	early := ev.History.Calls[0]
+	early.Seq, early.Start, early.End, early.Deduplicated, early.Handle = 0, t0, t0.Add(time.Second), true, "op_other"
+	early.Args = map[string]any{"order_id": "O20260728001", "reason": "other", "operation_id": "op-00000001"}
+	late := ev.History.Calls[0]
+	late.Start, late.End = t0.Add(11*time.Second), t0.Add(12*time.Second)
+	ev.History.Calls = []Call{early, late}
+	for _, v := range Check(ev) {
+		require.NotContains(t, v.Detail, "not IDEMPOTENCY_CONFLICT")
+	}
+}

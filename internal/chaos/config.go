@@ -1,0 +1,153 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+)
+
+// ResourceURL is the audience every token of a campaign is minted for.
+const ResourceURL = "https://intentgate.chaos/mcp"
+
+// Fault kinds besides the store's (storefaults.go) and the simulators'
+// modes, which are counted under "risk:<mode>" and "release:<mode>".
+const (
+	FaultReplicaStopped   = "replica_stopped"
+	FaultReplicaRestarted = "replica_restarted"
+	FaultClientCancel     = "crash_caller_cancelled"
+	FaultLatencySpike     = "provider_latency_spike"
+	FaultBurst            = "burst"
+)
+
+// Config of a campaign. Default() documents every default; docs/chaos.md
+// lists them too.
+type Config struct {
+	Seed     uint64
+	Ops      int // planned operations (agent intents), spread over the cells
+	Cells    int // independent systems, each on its own small table
+	Replicas int // MCP replicas per cell
+	Workers  int // concurrent agents per cell
+	// Engines are DynamoDB-compatible endpoints; cell i uses Engines[i % len].
+	Engines []string
+
+	// The mix.
+	TicketShare   float64 // share of operations that are deployment tickets (rest: risk reviews)
+	RetrySameID   float64 // per operation: the agent retries with the same operation_id
+	RetryNewID    float64 // the agent retries the same intent with a new operation_id
+	ChangeArgs    float64 // the agent reuses the operation_id with other arguments
+	StatusReads   float64 // the agent reads the status after its call
+	Approve       float64 // ticket operations: the agent calls approve_rollout
+	CrossTenant   float64 // the other tenant of the shared client tries to read the handle
+	CommitPool    int     // distinct commits per service and environment (business key collisions)
+	ReplicaChurn  float64 // per operation: stop a replica for its duration, then restart it
+	Burst         float64 // per operation: a burst of reads at one replica (admission gate)
+	BurstSize     int
+	CallerCancel  float64 // per call: the agent gives up after a random short wait
+	CrashInsert   float64 // per operation: the dispatcher dies right after its insert
+	CrashBeforeSW float64 // per operation: the dispatcher dies after sending, before its state write
+
+	// Provider faults: per operation, the chance that one simulator fault
+	// is armed before its first call (mode drawn uniformly from the
+	// provider's modes), and the chance of a latency spike.
+	ProviderFault float64
+	LatencySpike  float64
+	SpikeLatency  time.Duration
+	StoreFaults   StoreFaultRates
+
+	// Holes other work is closing; off by default (docs/chaos.md).
+	Skew            time.Duration // per-process clock skew bound (0: none)
+	TenantSharedIDs bool          // the two tenants of one client reuse each other's operation_ids
+	LateCommits     bool          // simulator late-commit modes (not in this build's simulators)
+	Stream          bool          // drive the reconciler from the table's stream (moto: not supported)
+
+	// System settings of every replica.
+	MaxInFlight        int
+	MaxQueue           int
+	MaxQueueWait       time.Duration
+	DownstreamMaxConns int
+	BudgetAuth         time.Duration
+	BudgetStore        time.Duration
+	BudgetDownstream   time.Duration
+	BudgetReserve      time.Duration
+	RiskSettleWindow   time.Duration
+	ReleaseSearchLag   time.Duration
+	SweepEvery         time.Duration // reconciler sweep period during the campaign
+	QuietStep          time.Duration // clock advance per quiet-phase sweep
+	MaxQuietSweeps     int           // bound of the fixed-point loop
+	OverloadSlack      time.Duration // an OVERLOADED answer must come within MaxQueueWait + this
+
+	KeepTables bool
+	Log        io.Writer // replicas' audit records and logs (default: discarded)
+	Progress   io.Writer // progress lines (default: discarded)
+}
+
+// Default is the documented configuration; seed 0 means "draw one".
+func Default() Config {
+	return Config{
+		Ops: 10000, Cells: 8, Replicas: 3, Workers: 4,
+		TicketShare: 0.5, RetrySameID: 0.35, RetryNewID: 0.1, ChangeArgs: 0.05,
+		StatusReads: 0.3, Approve: 0.2, CrossTenant: 0.1, CommitPool: 40,
+		ReplicaChurn: 0.01, Burst: 0.01, BurstSize: 24, CallerCancel: 0.03,
+		CrashInsert: 0.02, CrashBeforeSW: 0.02,
+		ProviderFault: 0.15, LatencySpike: 0.02, SpikeLatency: 1200 * time.Millisecond,
+		StoreFaults: StoreFaultRates{LostAnswer: 0.01, Throttle: 0.01, Error5xx: 0.01, Timeout: 0.003},
+		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
+		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
+		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
+		SweepEvery: 3 * time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
+		OverloadSlack: 2 * time.Second,
+	}
+}
+
+// Validate refuses a configuration that cannot run or mean anything.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Ops < 1 || c.Cells < 1 || c.Replicas < 1 || c.Workers < 1 {
+		errs = append(errs, errors.New("ops, cells, replicas and workers must be positive"))
+	}
+	if len(c.Engines) == 0 {
+		errs = append(errs, errors.New("at least one engine endpoint is required"))
+	}
+	for name, p := range map[string]float64{
+		"ticket-share": c.TicketShare, "retry-same-id": c.RetrySameID, "retry-new-id": c.RetryNewID,
+		"change-args": c.ChangeArgs, "status-reads": c.StatusReads, "approve": c.Approve,
+		"cross-tenant": c.CrossTenant, "replica-churn": c.ReplicaChurn, "burst": c.Burst,
+		"caller-cancel": c.CallerCancel, "crash-insert": c.CrashInsert, "crash-before-state-write": c.CrashBeforeSW,
+		"provider-fault": c.ProviderFault, "latency-spike": c.LatencySpike,
+		"store-lost-answer": c.StoreFaults.LostAnswer, "store-throttle": c.StoreFaults.Throttle,
+		"store-5xx": c.StoreFaults.Error5xx, "store-timeout": c.StoreFaults.Timeout,
+	} {
+		if p < 0 || p > 1 {
+			errs = append(errs, fmt.Errorf("%s must be a probability in [0,1], got %v", name, p))
+		}
+	}
+	if c.CommitPool < 1 || c.BurstSize < 1 || c.MaxQuietSweeps < 1 {
+		errs = append(errs, errors.New("commit-pool, burst-size and max-quiet-sweeps must be positive"))
+	}
+	if c.Skew < 0 {
+		errs = append(errs, errors.New("skew must not be negative"))
+	}
+	if c.LateCommits {
+		errs = append(errs, errors.New("late-commits: this build's simulators have no late-commit fault mode yet"))
+	}
+	if c.Stream {
+		errs = append(errs, errors.New("stream: the local engine's stream goes stale after a cancelled transaction; the campaign drives the reconciler by its sweep"))
+	}
+	return errors.Join(errs...)
+}
+
+// skews are the clock skews of a cell's processes (replicas, then the
+// reconciler), drawn from the seed within ±Skew.
+func (c *Config) skews(cell int) []time.Duration {
+	rng := rand.New(rand.NewPCG(c.Seed, uint64(cell)+0x5e3))
+	out := make([]time.Duration, c.Replicas+1)
+	if c.Skew == 0 {
+		return out
+	}
+	for i := range out {
+		out[i] = time.Duration(rng.Int64N(int64(2*c.Skew)+1)) - c.Skew
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/store"
+)
+
+// runPlan performs one planned operation the way an agent would.
+func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
+	c := a.c
+	if p.churn >= 0 {
+		r := c.replicas[p.churn]
+		if c.stopReplica(r) {
+			defer func() {
+				if err := c.restartReplica(ctx, r); err != nil {
+					fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %v\n", c.idx, err)
+				}
+			}()
+		}
+	}
+	c.armProviderFault(p)
+
+	for i, at := range p.attempts {
+		id, args, changed := p.opID, p.args, false
+		switch at.kind {
+		case attemptChangedArgs:
+			args, changed = p.changed, true
+		case attemptNewID:
+			id = p.opID + "-again"
+		}
+		if p.otherIDSrc != "" && at.kind != attemptNewID {
+			id = p.otherIDSrc
+		}
+		handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id)
+		handles.add(handle, p)
+		replica := at.replica
+		for try := 0; try < 3; try++ {
+			var arm func(context.CancelFunc)
+			if i == 0 && try == 0 && p.crash != "" {
+				if proc, up := c.replicas[replica].process(); up {
+					arm = func(cancel context.CancelFunc) { proc.faults.PlanCrash(handle, p.crash, cancel) }
+					defer proc.faults.ForgetCrash(handle)
+				}
+			}
+			call := a.call(ctx, p.idx, p.persona.Name, replica, p.tool, withID(args, id), at.cancel, changed, arm)
+			a.snapshot(ctx, handle)
+			if call.Answered() && call.Code != "OVERLOADED" && call.Code != "TEMPORARY_UNAVAILABLE" {
+				break
+			}
+			replica = (replica + 1) % len(c.replicas) // the agent tries another replica, same operation_id
+			at.cancel = 0
+		}
+	}
+
+	handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.opID)
+	if p.otherIDSrc != "" {
+		handle = handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.otherIDSrc)
+	}
+	replica := p.attempts[0].replica
+	if p.status {
+		if p.tool == toolRisk {
+			a.call(ctx, p.idx, p.persona.Name, replica, toolRiskStatus, map[string]any{"review_id": handle}, 0, false, nil)
+		} else {
+			a.call(ctx, p.idx, p.persona.Name, replica, toolGetOp, map[string]any{"operation_id": p.opID}, 0, false, nil)
+		}
+	}
+	if p.approve {
+		a.call(ctx, p.idx, p.persona.Name, replica, toolApprove, map[string]any{"operation_id": p.opID}, 0, false, nil)
+	}
+	if p.cross {
+		other := "BOB"
+		if p.persona.Name == "BOB" {
+			other = "ALICE"
+		}
+		a.call(ctx, p.idx, other, replica, toolRiskStatus, map[string]any{"review_id": handle}, 0, false, nil)
+		a.call(ctx, p.idx, other, replica, toolGetOp, map[string]any{"handle": handle}, 0, false, nil)
+	}
+	if p.burst >= 0 {
+		// The same intent from many callers at once, each with its own
+		// operation_id: the gate admits what fits, the business key
+		// deduplicates what it admits.
+		c.rec.Fault(c.idx, FaultBurst, fmt.Sprintf("%d writes at replica %d", c.cfg.BurstSize, p.burst), "")
+		var wg sync.WaitGroup
+		for k := range c.cfg.BurstSize {
+			id := fmt.Sprintf("%s-burst-%d", p.opID, k)
+			handles.add(handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id), p)
+			wg.Go(func() {
+				a.call(ctx, p.idx, p.persona.Name, p.burst, p.tool, withID(p.args, id), 0, false, nil)
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// snapshot reads the operation back from the table (fault-free) into the
+// history, when it exists.
+func (a *agents) snapshot(ctx context.Context, handle string) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	op, err := a.c.observer.Get(sctx, handle)
+	if err == nil {
+		a.c.rec.Snapshot(op)
+	}
+}
+
+// armProviderFault installs the plan's simulator fault (and latency
+// spike). A simulator's fault queue is global: under concurrency another
+// operation's call may take it; the history records which call saw what.
+func (c *cell) armProviderFault(p plan) {
+	latency := 0
+	if p.spike {
+		latency = int(c.cfg.SpikeLatency / time.Millisecond)
+		c.rec.Fault(c.idx, FaultLatencySpike, p.tool, "")
+	}
+	if p.provFault == "" && latency == 0 {
+		return
+	}
+	parts := strings.Split(p.provFault, ":")
+	var err error
+	switch {
+	case p.tool == toolRisk && len(parts) == 3:
+		err = c.risk.SetFaults(riskapi.Faults{Lookup: []riskapi.LookupFault{{Mode: riskapi.LookupMode(parts[2]), Times: 1}}, LatencyMS: latency})
+	case p.tool == toolRisk && len(parts) == 2:
+		err = c.risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
+	case p.tool == toolRisk:
+		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
+	case len(parts) == 3:
+		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency})
+	case len(parts) == 2:
+		err = c.release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
+	default:
+		err = c.release.SetFaults(releaseapi.Faults{LatencyMS: latency})
+	}
+	if err != nil {
+		fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: arm %s: %v\n", c.idx, p.provFault, err)
+		return
+	}
+	if p.provFault != "" {
+		c.rec.Fault(c.idx, p.provFault, p.opID, "")
+	}
+}
+
+// handleSet is every handle a cell's agents may have created, with the
+// plan that named it.
+type handleSet struct {
+	mu sync.Mutex
+	m  map[string]plan
+}
+
+func (h *handleSet) add(handle string, p plan) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.m[handle]; !ok {
+		h.m[handle] = p
+	}
+}
+
+// sweeper runs the reconciler's sweep entry point until ctx ends.
+func (c *cell) sweeper(ctx context.Context) {
+	svc, err := c.reconciler()
+	if err != nil {
+		fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: %v\n", c.idx, err)
+		return
+	}
+	t := time.NewTicker(c.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _ = svc.Sweep(sctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// quiesce stops every fault, restarts stopped replicas and runs the
+// reconciler to a fixed point: sweeps, each after the cell's clocks moved
+// QuietStep forward, until nothing known is PENDING, UNKNOWN or RETRYABLE
+// or MaxQuietSweeps were run. It returns the number of sweeps.
+func (c *cell) quiesce(ctx context.Context, handles []string) (int, error) {
+	c.setFaults(false)
+	if err := c.risk.SetFaults(riskapi.Faults{}); err != nil {
+		return 0, fmt.Errorf("chaos: clear risk faults: %w", err)
+	}
+	if err := c.release.SetFaults(releaseapi.Faults{}); err != nil {
+		return 0, fmt.Errorf("chaos: clear release faults: %w", err)
+	}
+	for _, r := range c.replicas {
+		if err := c.restartReplica(ctx, r); err != nil {
+			return 0, err
+		}
+	}
+	svc, err := c.reconciler()
+	if err != nil {
+		return 0, err
+	}
+	for i := 1; i <= c.cfg.MaxQuietSweeps; i++ {
+		c.offset.Add(int64(c.cfg.QuietStep))
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		rep, err := svc.Sweep(sctx)
+		cancel()
+		if err != nil {
+			// A slow engine read ends a sweep; the next one takes over.
+			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet sweep %d: %v\n", c.idx, i, err)
+			continue
+		}
+		if rep.Examined > 0 || rep.Stopped != "drained" {
+			continue
+		}
+		open, err := c.unsettled(ctx, handles)
+		if err != nil {
+			return i, err
+		}
+		if open == 0 {
+			return i, nil
+		}
+	}
+	return c.cfg.MaxQuietSweeps, nil
+}
+
+func (c *cell) unsettled(ctx context.Context, handles []string) (int, error) {
+	n := 0
+	for _, h := range handles {
+		op, err := c.observer.Get(ctx, h)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("chaos: read %s: %w", h, err)
+		}
+		if !op.State.Settled() && op.State != operation.StateEscalated {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// operator resolves every ESCALATED operation it can prove from the
+// provider's records, through resolve_operation with evidence; what it
+// cannot prove (several effects: an incident) it leaves ESCALATED.
+func (a *agents) operator(ctx context.Context, handles []string, effects func(operation.Operation) ([]string, error)) error {
+	for _, h := range handles {
+		op, err := a.c.observer.Get(ctx, h)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("chaos: operator read %s: %w", h, err)
+		}
+		if op.State != operation.StateEscalated {
+			continue
+		}
+		found, err := effects(op)
+		if err != nil {
+			return err
+		}
+		args := map[string]any{"handle": h}
+		switch len(found) {
+		case 0:
+			args["resolution"], args["evidence"] = "FAILED", "provider search after quiet period: no effect for this operation"
+			if op.ResourceID != "" {
+				args["effects_removed"] = true
+			}
+		case 1:
+			args["resolution"], args["evidence"], args["resource_id"] = "SUCCEEDED", "provider shows exactly one effect: "+found[0], found[0]
+		default:
+			continue // an incident: nothing is chosen
+		}
+		a.call(ctx, -1, "OPERATOR", 0, toolResolve, args, 0, false, nil)
+		a.snapshot(ctx, h)
+	}
+	return nil
+}
+
+// simGet reads a simulator endpoint with the service's key.
+func simGet(ctx context.Context, base, key, path string, q url.Values, out any) (int, error) {
+	u := base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("chaos: %w", err)
+	}
+	req.Header.Set("X-Api-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("chaos: GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return resp.StatusCode, fmt.Errorf("chaos: decode %s: %w", u, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// effectsOf lists the provider effects an operation may own: risk reviews
+// created with its request key; tickets for its target.
+func (c *cell) effectsOf(ctx context.Context, op operation.Operation) ([]string, error) {
+	if op.Key.Tool == toolRisk {
+		var res struct {
+			Reviews []riskapi.Review `json:"reviews"`
+		}
+		if _, err := simGet(ctx, c.riskURL, stack.RiskAPIKey, "/reviews", url.Values{"request_key": {op.Handle}}, &res); err != nil {
+			return nil, err
+		}
+		ids := make([]string, 0, len(res.Reviews))
+		for _, r := range res.Reviews {
+			ids = append(ids, r.ReviewID)
+		}
+		return ids, nil
+	}
+	var res struct {
+		Tickets  []releaseapi.Ticket `json:"tickets"`
+		Complete bool                `json:"complete"`
+	}
+	q := url.Values{"service": {op.Target["service"]}, "commit": {op.Target["commit"]}, "environment": {op.Target["environment"]}}
+	if _, err := simGet(ctx, c.releaseURL, stack.ReleaseAPIKey, "/tickets", q, &res); err != nil {
+		return nil, err
+	}
+	if !res.Complete {
+		return nil, fmt.Errorf("chaos: ticket search incomplete for %s", op.Handle)
+	}
+	ids := make([]string, 0, len(res.Tickets))
+	for _, t := range res.Tickets {
+		ids = append(ids, t.TicketID)
+	}
+	return ids, nil
+}
