@@ -31,6 +31,11 @@ const (
 
 	EventRetryClaimed         EventType = "retry_claimed"          // RETRYABLE -> PENDING
 	EventRetryBudgetExhausted EventType = "retry_budget_exhausted" // RETRYABLE -> ESCALATED
+	// EventClientCancelled: the caller withdrew an intent while it was
+	// proven unsent (RETRYABLE, unclaimed). Version-conditioned like every
+	// transition, so a claim that won first makes the cancel stale, and a
+	// cancel that won first leaves nothing for a reconciler to re-send.
+	EventClientCancelled EventType = "client_cancelled" // RETRYABLE -> FAILED
 
 	EventOperatorSucceeded EventType = "operator_resolved_succeeded" // ESCALATED -> SUCCEEDED
 	EventOperatorFailed    EventType = "operator_resolved_failed"    // ESCALATED -> FAILED
@@ -61,7 +66,7 @@ func TransitionEvents() []EventType {
 		EventCreateSucceeded, EventBusinessRejected, EventNotDispatched, EventClientTimeout,
 		EventResponseMissing, EventVerifyFailed, EventDispatcherLost,
 		EventProbeFoundOne, EventProbeNotFound, EventProbeInconclusive, EventProbeMultiple,
-		EventProbeBudgetExhausted, EventRetryClaimed, EventRetryBudgetExhausted,
+		EventProbeBudgetExhausted, EventRetryClaimed, EventRetryBudgetExhausted, EventClientCancelled,
 		EventOperatorSucceeded, EventOperatorFailed,
 		EventResendUnsafe, EventClockSkewExceeded,
 		EventAuditClean, EventAuditDeferred, EventAuditMultiple, EventAuditExhausted,
@@ -118,6 +123,8 @@ func Next(from State, ev EventType) (State, bool) {
 			return StatePending, true
 		case EventRetryBudgetExhausted:
 			return StateEscalated, true
+		case EventClientCancelled:
+			return StateFailed, true
 		}
 	case StateEscalated:
 		switch ev {
@@ -136,7 +143,7 @@ func defaultOutcome(ev EventType, previous Outcome) Outcome {
 	switch ev {
 	case EventCreateSucceeded, EventProbeFoundOne, EventOperatorSucceeded:
 		return OutcomeCommittedAndVerified
-	case EventBusinessRejected, EventNotDispatched, EventProbeNotFound, EventOperatorFailed:
+	case EventBusinessRejected, EventNotDispatched, EventProbeNotFound, EventOperatorFailed, EventClientCancelled:
 		return OutcomeFailedWithoutEffect
 	case EventClientTimeout, EventResponseMissing, EventDispatcherLost:
 		return OutcomeResponseMissing

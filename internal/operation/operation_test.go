@@ -41,6 +41,7 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventRetryClaimed:         operation.StatePending,
 		operation.EventRetryBudgetExhausted: operation.StateEscalated,
 		operation.EventEvidenceRecorded:     operation.StateRetryable,
+		operation.EventClientCancelled:      operation.StateFailed,
 	},
 	operation.StateSucceeded: {
 		operation.EventAuditClean:        operation.StateSucceeded,
@@ -162,6 +163,7 @@ func TestOutcomesFollowEvents(t *testing.T) {
 		{"budget keeps reason", []operation.Event{{Type: operation.EventClientTimeout}, {Type: operation.EventProbeInconclusive, Outcome: operation.OutcomeVerificationInconclusive}, {Type: operation.EventProbeBudgetExhausted}}, operation.OutcomeVerificationInconclusive, false},
 		{"two effects", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeMultiple, Duplicates: 2}}, operation.OutcomeIncidentMultipleEffects, false},
 		{"proven absent", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeNotFound}}, operation.OutcomeFailedWithoutEffect, true},
+		{"cancelled while proven unsent", []operation.Event{{Type: operation.EventNotDispatched}, {Type: operation.EventClientCancelled}}, operation.OutcomeFailedWithoutEffect, false},
 		{"claimed", []operation.Event{{Type: operation.EventResponseMissing}, {Type: operation.EventProbeNotFound}, {Type: operation.EventRetryClaimed, LeaseUntil: t0.Add(time.Hour)}}, operation.OutcomePending, true},
 	}
 	for _, tc := range cases {
