@@ -25,6 +25,7 @@ import (
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
@@ -208,15 +209,24 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	risk, _ := a.Families[riskreview.ToolRequest].(*riskreview.Family)
 	tickets, _ := a.Families[release.ToolCreate].(*release.Family)
+	var extensions []mcpserver.Extension
+	if a.Config.TaskIDKey != "" {
+		ext, err := a.tasksExtension(writes)
+		if err != nil {
+			return nil, err
+		}
+		extensions = append(extensions, ext)
+	}
 	gw, err := gateway.New(gateway.Config{
 		Executor: a.Executor, Writes: writes, Risk: risk, Release: tickets,
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics, Logger: a.Logger,
+		Tasks: len(extensions) > 0,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	mcpHandler, err := mcpserver.New(mcpserver.Config{
-		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes,
+		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes, Extensions: extensions,
 		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
 			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
 	}, gw.Tools()...)
@@ -289,6 +299,23 @@ func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ contex
 			a.Logger.ErrorContext(ctx, "write metrics", "error", err.Error())
 		}
 	}
+}
+
+// tasksExtension serves MCP Tasks for the write tools from the operation
+// table.
+func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, error) {
+	ids, err := tasks.NewIDs([]byte(a.Config.TaskIDKey))
+	if err != nil {
+		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
+	}
+	svc, err := tasks.New(tasks.Config{
+		Executor: a.Executor, Tools: writes, IDs: ids, Caller: gateway.CallerFrom,
+		Operator: a.Config.Operator, Retention: a.Config.Retention,
+	})
+	if err != nil {
+		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
+	}
+	return mcpserver.Extension{ID: tasks.Extension, Install: svc.Install}, nil
 }
 
 // withRequestID carries the adapter's server-minted request id into the

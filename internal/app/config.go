@@ -101,6 +101,9 @@ type Config struct {
 	ListenAddr string     // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
 	Tracing    bool       // INTENTGATE_TRACING (default: on under Lambda)
 	LogLevel   slog.Level // AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig; default INFO)
+	// TaskIDKey (INTENTGATE_TASK_ID_KEY, at least 32 bytes, the same on
+	// every instance) turns on the MCP Tasks extension; unset leaves it off.
+	TaskIDKey string
 }
 
 // Lookup reads one environment variable (os.LookupEnv in production).
@@ -141,6 +144,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		InvocationTimeout:      e.dur("INTENTGATE_INVOCATION_TIMEOUT", 0),
 		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
 		MaxBodyBytes:           int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
+		TaskIDKey:              e.str("INTENTGATE_TASK_ID_KEY", ""),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
@@ -168,6 +172,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Table == "" {
 		errs = append(errs, errors.New("INTENTGATE_TABLE must not be empty"))
+	}
+	if c.TaskIDKey != "" && len(c.TaskIDKey) < 32 {
+		errs = append(errs, errors.New("INTENTGATE_TASK_ID_KEY: want at least 32 bytes (the same on every instance), or unset to turn MCP Tasks off"))
 	}
 	if !stagePattern.MatchString(c.Stage) {
 		errs = append(errs, fmt.Errorf("INTENTGATE_STAGE=%q: want 1-64 letters, digits, '.', '_' or '-'", c.Stage))

@@ -130,6 +130,7 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"body cap below a resolution", "INTENTGATE_MAX_BODY_BYTES", "16383"},
 		{"body cap above 256 KiB", "INTENTGATE_MAX_BODY_BYTES", "262145"},
 		{"body cap not a number", "INTENTGATE_MAX_BODY_BYTES", "64k"},
+		{"short task id key", "INTENTGATE_TASK_ID_KEY", "too-short-to-be-a-key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
@@ -34,6 +35,10 @@ type Config struct {
 	Metrics *obs.Metrics
 	// Logger records the causes of failures the caller only sees as a code.
 	Logger *slog.Logger
+	// Tasks: write tools declare task support and, for a request that
+	// opted in to the MCP Tasks extension, an outcome not final within the
+	// call is answered with a task (internal/tasks).
+	Tasks bool
 }
 
 // Gateway builds the MCP tools.
@@ -62,7 +67,12 @@ func New(cfg Config) (*Gateway, error) {
 // family's own rendering, one audit record.
 func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 	spec := w.Spec()
+	var meta map[string]any
+	if g.cfg.Tasks {
+		meta = tasks.ToolMeta()
+	}
 	return mcpserver.Tool{
+		Meta: meta,
 		Name: w.Name(), Title: spec.Title, Description: spec.Description,
 		InputSchema: json.RawMessage(spec.InputSchema), OutputSchema: json.RawMessage(spec.OutputSchema),
 		// A write is idempotent by operation_id and creates, never destroys.
@@ -76,6 +86,12 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			// existing operation shows it only to callers who may see it.
 			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
 				return g.failure(ctx, rec, heldByInvisible())
+			}
+			if g.cfg.Tasks && !sub.Operation.State.Settled() {
+				// Answered with a task only if the request opted in (and the
+				// caller may see the operation, checked above); the task is
+				// the operation, durable since its insert.
+				tasks.Defer(ctx, sub.Operation)
 			}
 			r := w.Render(c, sub)
 			if r.IsError {
@@ -115,6 +131,10 @@ func (g *Gateway) finish(ctx context.Context, rec *callRecord) {
 		_ = g.cfg.Metrics.ToolError(ctx, rec.Tool, rec.Code)
 	}
 }
+
+// CallerFrom reads the trusted identity the auth middleware put in the
+// context: the identity every tool and every task request is served for.
+func CallerFrom(ctx context.Context) (tools.Caller, bool) { return caller(ctx) }
 
 // caller reads the trusted identity the auth middleware put in the context.
 func caller(ctx context.Context) (tools.Caller, bool) {

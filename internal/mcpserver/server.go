@@ -19,6 +19,17 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Extensions are protocol extensions plugged in through the SDK's own
+	// extension points; each is advertised in capabilities.extensions.
+	Extensions []Extension
+}
+
+// Extension is a protocol extension: its identifier, advertised with empty
+// settings, and what it installs on the SDK server (receiving middleware,
+// custom methods). Install runs once, before any tool is added.
+type Extension struct {
+	ID      string
+	Install func(*mcp.Server) error
 }
 
 // DefaultMaxBodyBytes caps a request body. The largest legitimate call
@@ -49,6 +60,13 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		maxBody = DefaultMaxBodyBytes
 	}
 	sdkLogger := slog.New(minLevelHandler{min: slog.LevelWarn, next: logger.Handler()})
+	capabilities := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
+	for _, ext := range cfg.Extensions {
+		if ext.ID == "" || ext.Install == nil {
+			return nil, fmt.Errorf("mcpserver: an extension needs an ID and an Install function")
+		}
+		capabilities.AddExtension(ext.ID, map[string]any{})
+	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
@@ -57,8 +75,13 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// server has nowhere to push notifications, and with nothing to
 		// subscribe to, subscriptions/listen is answered at once instead of
 		// being held open (API Gateway buffers responses).
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		Capabilities: capabilities,
 	})
+	for _, ext := range cfg.Extensions {
+		if err := ext.Install(server); err != nil {
+			return nil, fmt.Errorf("mcpserver: extension %s: %w", ext.ID, err)
+		}
+	}
 
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {

@@ -30,6 +30,8 @@ type Tool struct {
 	// result conforms, BusinessError ones included.
 	OutputSchema json.RawMessage
 	Annotations  *mcp.ToolAnnotations
+	// Meta is the tool's _meta (e.g. an extension's per-tool declaration).
+	Meta map[string]any
 	// Handler runs only for arguments that satisfy InputSchema. It must
 	// return a non-nil result; build it with Success, BusinessError or Result.
 	Handler func(ctx context.Context, call Call) *mcp.CallToolResult
@@ -101,6 +103,7 @@ func (rt *registeredTool) mcpTool() *mcp.Tool {
 		InputSchema:  rt.input.raw,
 		OutputSchema: rt.output.raw,
 		Annotations:  rt.tool.Annotations,
+		Meta:         rt.tool.Meta,
 	}
 }
 

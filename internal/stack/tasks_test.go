@@ -1,0 +1,283 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
+)
+
+// These tests speak raw JSON-RPC: go-sdk v1.8's client has no Tasks, and
+// the wire is what other clients see.
+
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+var taskKeyEnv = map[string]string{"INTENTGATE_TASK_ID_KEY": strings.Repeat("k", 40)}
+
+type rpcReply struct {
+	status int
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// rpc sends one 2026-07-28 request; optIn puts the Tasks extension in the
+// request's own client capabilities.
+func rpc(t *testing.T, url, token, method, name string, params map[string]any, optIn bool) rpcReply {
+	t.Helper()
+	caps := map[string]any{}
+	if optIn {
+		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    protocolNew,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-tasks-client", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("MCP-Protocol-Version", protocolNew)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var r rpcReply
+	require.NoError(t, json.Unmarshal(data, &r), "body %s", data)
+	r.status = resp.StatusCode
+	return r
+}
+
+type wireTask struct {
+	ResultType     string         `json:"resultType"`
+	TaskID         string         `json:"taskId"`
+	Status         string         `json:"status"`
+	StatusMessage  string         `json:"statusMessage"`
+	CreatedAt      string         `json:"createdAt"`
+	LastUpdatedAt  string         `json:"lastUpdatedAt"`
+	TTLMs          *int64         `json:"ttlMs"`
+	PollIntervalMs int64          `json:"pollIntervalMs"`
+	Result         map[string]any `json:"result"`
+}
+
+func decodeTask(t *testing.T, r rpcReply) wireTask {
+	t.Helper()
+	require.Nil(t, r.Error, "%+v", r.Error)
+	var task wireTask
+	require.NoError(t, json.Unmarshal(r.Result, &task), "%s", r.Result)
+	return task
+}
+
+func getTask(t *testing.T, url, token, taskID string) rpcReply {
+	t.Helper()
+	return rpc(t, url, token, "tasks/get", taskID, map[string]any{"taskId": taskID}, true)
+}
+
+func TestServerAdvertisesTasksAndWriteToolsDeclareTaskSupport(t *testing.T) {
+	h := startStack(t, 1, taskKeyEnv)
+	tok := h.token(t, "ALICE")
+	disc := rpc(t, h.MCPURLs[0], tok, "server/discover", "", nil, false)
+	require.Nil(t, disc.Error)
+	var d struct {
+		Capabilities struct {
+			Extensions map[string]any `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(disc.Result, &d), "%s", disc.Result)
+	assert.Contains(t, d.Capabilities.Extensions, tasksExtension)
+
+	list := rpc(t, h.MCPURLs[0], tok, "tools/list", "", nil, false)
+	require.Nil(t, list.Error)
+	var l struct {
+		Tools []struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(list.Result, &l))
+	support := map[string]bool{}
+	for _, tool := range l.Tools {
+		_, support[tool.Name] = tool.Meta[tasksExtension]
+	}
+	assert.True(t, support[riskreview.ToolRequest], "a write tool declares task support")
+	assert.False(t, support[riskreview.ToolStatus], "a read tool does not")
+}
+
+func TestWithoutTheTaskKeyTheExtensionIsOff(t *testing.T) {
+	h := startStack(t, 1, nil)
+	disc := rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "server/discover", "", nil, false)
+	require.Nil(t, disc.Error)
+	assert.NotContains(t, string(disc.Result), tasksExtension)
+}
+
+// Item: a dropped response is answered with a task, polled on a different
+// replica until completed with the verified result.
+func TestDroppedResponseIsATaskCompletedOnAnotherReplica(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	tok := h.token(t, "ALICE")
+
+	created := rpc(t, h.MCPURLs[0], tok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728041", "dropped", "op-task-drop-01")}, true)
+	task := decodeTask(t, created)
+	assert.Equal(t, "task", task.ResultType)
+	assert.Equal(t, "working", task.Status)
+	assert.Contains(t, task.StatusMessage, "UNKNOWN")
+	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{26}$`, task.TaskID)
+	assert.Positive(t, task.PollIntervalMs)
+	assert.Nil(t, task.TTLMs, "an operation in flight is kept without limit")
+
+	// Durable before the handle was returned: the other replica knows it.
+	polled := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
+	assert.Equal(t, "complete", polled.ResultType)
+	assert.Equal(t, "working", polled.Status)
+	assert.Equal(t, task.CreatedAt, polled.CreatedAt)
+
+	svc, err := h.Apps[1].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+
+	done := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
+	require.Equal(t, "completed", done.Status, done.StatusMessage)
+	assert.NotEqual(t, true, done.Result["isError"], "a success carries no isError")
+	sc, _ := done.Result["structuredContent"].(map[string]any)
+	assert.Equal(t, "SUCCEEDED", sc["status"])
+	assert.Equal(t, "committed_and_verified", sc["outcome"])
+	assert.NotEqual(t, done.CreatedAt, done.LastUpdatedAt)
+	assert.Equal(t, 1, h.Risk.Stats().CreateCalls, "polling sends nothing")
+	assert.Equal(t, 1, h.Risk.Stats().ReviewsCommitted)
+}
+
+func TestRequestThatDidNotOptInIsAnsweredAsToday(t *testing.T) {
+	h := startStack(t, 1, taskKeyEnv)
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	tok := h.token(t, "ALICE")
+	r := rpc(t, h.MCPURLs[0], tok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728042", "dropped", "op-task-plain-1")}, false)
+	require.Nil(t, r.Error)
+	var res struct {
+		ResultType        string         `json:"resultType"`
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &res))
+	assert.NotEqual(t, "task", res.ResultType)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "UNKNOWN", res.StructuredContent["status"])
+	assert.Equal(t, "OPERATION_UNKNOWN", res.StructuredContent["code"])
+}
+
+func TestSettledCallIsAnsweredWithItsPlainResult(t *testing.T) {
+	h := startStack(t, 1, taskKeyEnv)
+	r := rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728043", "fine", "op-task-done-1")}, true)
+	require.Nil(t, r.Error)
+	assert.NotContains(t, string(r.Result), `"resultType":"task"`)
+	assert.Contains(t, string(r.Result), `"SUCCEEDED"`)
+}
+
+// Item: a foreign tenant's tasks/get is refused exactly like an unknown id.
+func TestForeignTenantsTaskIsIndistinguishableFromAnUnknownOne(t *testing.T) {
+	h := startStack(t, 1, taskKeyEnv)
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	task := decodeTask(t, rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728044", "dropped", "op-task-foreign")}, true))
+
+	bob := h.token(t, "BOB")
+	foreign := getTask(t, h.MCPURLs[0], bob, task.TaskID)
+	unknown := getTask(t, h.MCPURLs[0], bob, "tsk_"+strings.Repeat("a", 26)+"_"+strings.Repeat("b", 26))
+	require.NotNil(t, foreign.Error)
+	assert.Equal(t, int64(-32602), foreign.Error.Code)
+	assert.Equal(t, unknown.Error, foreign.Error)
+	assert.Equal(t, unknown.status, foreign.status)
+	for _, m := range []string{"tasks/cancel", "tasks/update"} {
+		f := rpc(t, h.MCPURLs[0], bob, m, task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+		u := rpc(t, h.MCPURLs[0], bob, m, "tsk_x", map[string]any{"taskId": "tsk_x"}, true)
+		assert.Equal(t, u.Error, f.Error, m)
+	}
+	// The operator may see every operation, hence every task.
+	assert.Nil(t, getTask(t, h.MCPURLs[0], h.token(t, "OPERATOR"), task.TaskID).Error)
+}
+
+func TestTaskMethodsNeedTheClientCapability(t *testing.T) {
+	h := startStack(t, 1, taskKeyEnv)
+	r := rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "tasks/get", "tsk_x", map[string]any{"taskId": "tsk_x"}, false)
+	require.NotNil(t, r.Error)
+	assert.Equal(t, int64(-32021), r.Error.Code)
+	assert.JSONEq(t, `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`, string(r.Error.Data))
+}
+
+// Item: a cancelled unsent operation is never dispatched afterwards; a
+// possibly-sent one refuses cancellation and says why.
+func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
+	tok := h.token(t, "ALICE")
+	task := decodeTask(t, rpc(t, h.MCPURLs[0], tok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728045", "timeout", "op-task-cancel1")}, true))
+	require.Equal(t, "working", task.Status)
+
+	refused := rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+	require.NotNil(t, refused.Error, "UNKNOWN may have an effect: not cancellable")
+	assert.Contains(t, refused.Error.Message, "an effect may exist")
+
+	svc, err := h.Apps[1].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background()) // probe: nothing there, proven unsent
+	require.NoError(t, err)
+	retry := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
+	require.Contains(t, retry.StatusMessage, "RETRYABLE")
+	sentBefore := h.Risk.Stats().CreateCalls
+
+	ack := rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+	require.Nil(t, ack.Error, "%+v", ack.Error)
+	assert.JSONEq(t, `{"resultType":"complete"}`, string(ack.Result))
+	again := rpc(t, h.MCPURLs[0], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+	assert.Nil(t, again.Error, "cancelling twice acknowledges twice")
+
+	for range 3 {
+		clock.Advance(time.Minute)
+		_, err = svc.Sweep(context.Background())
+		require.NoError(t, err)
+	}
+	assert.Equal(t, sentBefore, h.Risk.Stats().CreateCalls, "no reconciler sent the cancelled operation")
+	assert.Equal(t, 0, h.Risk.Stats().ReviewsCommitted)
+	cancelled := decodeTask(t, getTask(t, h.MCPURLs[0], tok, task.TaskID))
+	assert.Equal(t, "cancelled", cancelled.Status)
+	require.NotNil(t, cancelled.TTLMs, "a FAILED operation expires after retention")
+	assert.Positive(t, *cancelled.TTLMs)
+
+	upd := rpc(t, h.MCPURLs[0], tok, "tasks/update", task.TaskID, map[string]any{"taskId": task.TaskID, "inputResponses": map[string]any{}}, true)
+	require.NotNil(t, upd.Error)
+	assert.Contains(t, upd.Error.Message, "never asks for input")
+}

@@ -1,0 +1,211 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// Config wires the task service.
+type Config struct {
+	Executor *tools.Executor
+	// Tools render a completed task's result exactly as the tool answers
+	// a replay of the same call.
+	Tools []tools.Published
+	IDs   IDs
+	// Caller reads the trusted identity of a request (the same one tools get).
+	Caller func(context.Context) (tools.Caller, bool)
+	// Operator is named in the status of escalated tasks.
+	Operator string
+	// Retention is how long a FAILED operation is kept (its ttlMs).
+	Retention time.Duration
+	// MinPoll and MaxPoll bound pollIntervalMs. Defaults 1s and 30s.
+	MinPoll, MaxPoll time.Duration
+}
+
+// Service answers the Tasks extension from the operation table.
+type Service struct {
+	cfg        Config
+	tools      map[string]tools.Published
+	visibility tools.Visibility
+}
+
+// New validates the configuration.
+func New(cfg Config) (*Service, error) {
+	if cfg.Executor == nil || cfg.Caller == nil || len(cfg.IDs.key) == 0 {
+		return nil, errors.New("tasks: executor, caller and ids are required")
+	}
+	if cfg.Retention <= 0 {
+		return nil, errors.New("tasks: retention must be positive")
+	}
+	if cfg.MinPoll == 0 {
+		cfg.MinPoll = time.Second
+	}
+	if cfg.MaxPoll == 0 {
+		cfg.MaxPoll = 30 * time.Second
+	}
+	if cfg.MinPoll < 0 || cfg.MaxPoll < cfg.MinPoll {
+		return nil, fmt.Errorf("tasks: poll interval bounds %s..%s must be positive and ordered", cfg.MinPoll, cfg.MaxPoll)
+	}
+	byName := make(map[string]tools.Published, len(cfg.Tools))
+	families := make([]tools.WriteTool, 0, len(cfg.Tools))
+	for _, t := range cfg.Tools {
+		byName[t.Name()] = t
+		families = append(families, t)
+	}
+	return &Service{cfg: cfg, tools: byName, visibility: tools.NewVisibility(families...)}, nil
+}
+
+// Supports reports whether tool's calls may be answered with a task.
+func (s *Service) Supports(tool string) bool {
+	_, ok := s.tools[tool]
+	return ok
+}
+
+// Errors from the specification's codes.
+var (
+	// errUnknownTask answers an id that does not exist and an id the
+	// caller may not see, identically.
+	errUnknownTask = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
+	errMissingCap  = &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability",
+		Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + Extension + `":{}}}}`)}
+)
+
+// Get reads the task from the table: any instance answers for any task.
+func (s *Service) Get(ctx context.Context, taskID string) (Task, error) {
+	c, op, err := s.find(ctx, taskID)
+	if err != nil {
+		return Task{}, err
+	}
+	return s.view(c, op, taskID)
+}
+
+// Cancel withdraws an operation proven unsent (RETRYABLE, not yet claimed)
+// by a version-conditioned transition to FAILED: a reconciler claim that
+// wins first makes the cancel stale and it is refused; a cancel that wins
+// first leaves nothing to re-send. Anything possibly sent is refused.
+func (s *Service) Cancel(ctx context.Context, taskID string) error {
+	c, op, err := s.find(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if cancelled(op) {
+		return nil
+	}
+	if op.State == operation.StateRetryable {
+		actor := c.UserID
+		if actor == "" {
+			actor = c.ClientID
+		}
+		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
+			Detail: "withdrawn by the client while proven unsent"}
+		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
+		var stale *store.StaleError
+		switch {
+		case terr == nil:
+			return nil
+		case errors.As(terr, &stale):
+			// Someone moved it first: a claim (now possibly in flight) or
+			// another cancel.
+			if cancelled(next) {
+				return nil
+			}
+			op = next
+		default:
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; nothing was cancelled; retry tasks/cancel"}
+		}
+	}
+	return refuseCancel(op)
+}
+
+// refuseCancel explains why op cannot be withdrawn and what to do instead.
+func refuseCancel(op operation.Operation) error {
+	var why string
+	switch op.State {
+	case operation.StateSucceeded:
+		why = "the operation already succeeded (committed and verified); its effect exists"
+	case operation.StateFailed:
+		why = "the operation already failed without effect; there is nothing to cancel"
+	case operation.StateEscalated:
+		why = "an effect may exist and an operator must resolve it; ask the operator, do not resend"
+	default:
+		why = "the request may already have reached the provider (" + string(op.State) + "), so an effect may exist; " +
+			"keep polling tasks/get: the server reconciles it and never sends it twice"
+	}
+	data, _ := json.Marshal(map[string]string{"state": string(op.State), "reason": why})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + why, Data: data}
+}
+
+// Update is refused: no tool here asks the client for input.
+func (s *Service) Update(ctx context.Context, taskID string) error {
+	if _, _, err := s.find(ctx, taskID); err != nil {
+		return err
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: "Task does not accept updates: it never asks for input (it is never input_required); poll tasks/get"}
+}
+
+// Created is the CreateTaskResult for an operation that just became a
+// task. The operation is already durable (it was inserted before dispatch),
+// so tasks/get resolves before this handle is returned.
+func (s *Service) Created(ctx context.Context, op operation.Operation) (*CreateTaskResult, error) {
+	c, _ := s.cfg.Caller(ctx)
+	t, err := s.view(c, op, s.cfg.IDs.For(op.Handle))
+	if err != nil {
+		return nil, err
+	}
+	return &CreateTaskResult{ResultType: "task", Task: t}, nil
+}
+
+// find reads the operation a task id names, if the caller may see it, by
+// the same rule as get_operation (tools.Visibility over the same write
+// families); every other case is errUnknownTask.
+func (s *Service) find(ctx context.Context, taskID string) (tools.Caller, operation.Operation, error) {
+	c, ok := s.cfg.Caller(ctx)
+	if !ok {
+		return c, operation.Operation{}, errUnknownTask
+	}
+	handle, ok := s.cfg.IDs.Handle(taskID)
+	if !ok {
+		return c, operation.Operation{}, errUnknownTask
+	}
+	op, err := s.cfg.Executor.Find(ctx, s.visibility, c, tools.Ref{Handle: handle})
+	var f *tools.Failure
+	switch {
+	case err == nil:
+	case errors.As(err, &f) && f.Code == tools.CodeNotFound:
+		return c, operation.Operation{}, errUnknownTask
+	default:
+		return c, operation.Operation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; retry shortly"}
+	}
+	if _, ok := s.tools[op.Key.Tool]; !ok {
+		return c, operation.Operation{}, errUnknownTask
+	}
+	return c, op, nil
+}
+
+func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (Task, error) {
+	var result *mcp.CallToolResult
+	if op.State.Settled() {
+		w := s.tools[op.Key.Tool]
+		r := w.Render(c, tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true})
+		result = mcpserver.Result(r.Body, r.IsError)
+	}
+	t, err := View(op, taskID, result, s.cfg.Operator, Timing{
+		Now: s.cfg.Executor.Now(), Retention: s.cfg.Retention, MinPoll: s.cfg.MinPoll, MaxPoll: s.cfg.MaxPoll,
+	})
+	if err != nil {
+		return Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be rendered"}
+	}
+	return t, nil
+}

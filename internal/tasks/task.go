@@ -1,0 +1,146 @@
+package tasks
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// Extension is the extension identifier of MCP Tasks (SEP-2663).
+const Extension = "io.modelcontextprotocol/tasks"
+
+// Status is a task's status in the extension's vocabulary.
+type Status string
+
+// The statuses this server reports. input_required is never used: no tool
+// here asks the client for input, and an operator's decision is not the
+// client's to give. failed is reserved by the specification for JSON-RPC
+// errors, which a recorded operation never ends in.
+const (
+	StatusWorking   Status = "working"
+	StatusCompleted Status = "completed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Task is the extension's Task, with the status-specific result inlined
+// (DetailedTask) when the task is completed.
+type Task struct {
+	TaskID        string `json:"taskId"`
+	Status        Status `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTLMs is null while the task is kept without limit (a SUCCEEDED
+	// operation is never deleted); a FAILED one expires after retention.
+	TTLMs          *int64          `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+}
+
+// CreateTaskResult answers a tools/call with a task handle
+// (resultType "task").
+type CreateTaskResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+	Task
+}
+
+// GetTaskResult answers tasks/get (resultType "complete").
+type GetTaskResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+	Task
+}
+
+// AckResult is the empty acknowledgement of tasks/cancel.
+type AckResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// Timing is what the mapping needs to know about the server's clocks.
+type Timing struct {
+	Now time.Time
+	// Retention is how long a FAILED operation is kept (its table TTL).
+	Retention time.Duration
+	// MinPoll and MaxPoll bound pollIntervalMs.
+	MinPoll, MaxPoll time.Duration
+}
+
+// View maps an operation to its task. result is the CallToolResult the tool
+// returns for the operation today; it is carried only once the task is
+// completed. operator names who resolves escalations.
+func View(op operation.Operation, taskID string, result *mcp.CallToolResult, operator string, tm Timing) (Task, error) {
+	created, updated := op.CreatedAt, op.UpdatedAt
+	if len(op.Journal) > 0 {
+		created, updated = op.Journal[0].At, op.Journal[len(op.Journal)-1].At
+	}
+	t := Task{TaskID: taskID, CreatedAt: stamp(created), LastUpdatedAt: stamp(updated)}
+	switch op.State {
+	case operation.StateSucceeded, operation.StateFailed:
+		t.Status = StatusCompleted
+		if cancelled(op) {
+			t.Status = StatusCancelled
+			t.StatusMessage = "cancelled before it was sent; nothing was executed"
+		} else if op.State == operation.StateSucceeded {
+			t.StatusMessage = "committed and verified"
+		} else {
+			t.StatusMessage = "failed without effect"
+		}
+		if op.State == operation.StateFailed {
+			ttl := updated.Add(tm.Retention).Sub(created).Milliseconds()
+			t.TTLMs = &ttl
+		}
+		if t.Status == StatusCompleted {
+			if result == nil {
+				return Task{}, fmt.Errorf("tasks: completed task %s needs its tool result", taskID)
+			}
+			raw, err := json.Marshal(result)
+			if err != nil {
+				return Task{}, fmt.Errorf("tasks: encode result of %s: %w", taskID, err)
+			}
+			t.Result = raw
+		}
+		return t, nil
+	case operation.StatePending:
+		t.StatusMessage = "PENDING: the request is being sent to the provider; the server is waiting for its answer"
+	case operation.StateUnknown:
+		t.StatusMessage = "UNKNOWN (" + string(op.Outcome) + "): the provider may have executed it; the server's reconciler is checking for the effect and will not send it twice"
+	case operation.StateRetryable:
+		t.StatusMessage = "RETRYABLE: proven not executed; the server's reconciler will send it again (tasks/cancel withdraws it while it is unsent)"
+	case operation.StateEscalated:
+		who := operator
+		if who == "" {
+			who = "an operator"
+		}
+		t.StatusMessage = "ESCALATED: waiting for " + who + " to resolve it (" + op.Escalation + "); do not resend"
+	default:
+		return Task{}, fmt.Errorf("tasks: operation %s in unknown state %q", op.Handle, op.State)
+	}
+	t.Status = StatusWorking
+	t.PollIntervalMs = pollInterval(op, tm).Milliseconds()
+	return t, nil
+}
+
+// cancelled reports whether the operation ended by tasks/cancel.
+func cancelled(op operation.Operation) bool {
+	n := len(op.Journal)
+	return op.State == operation.StateFailed && n > 0 && op.Journal[n-1].Type == operation.EventClientCancelled
+}
+
+// pollInterval follows the reconciler: the next moment anything can change
+// is the operation's due time (lease end, next probe, next retry), bounded
+// so a client neither spins nor sleeps past a change by much. An escalation
+// waits for a human: the longest interval.
+func pollInterval(op operation.Operation, tm Timing) time.Duration {
+	if op.State == operation.StateEscalated || op.DueAt.IsZero() {
+		return tm.MaxPoll
+	}
+	return min(max(op.DueAt.Sub(tm.Now), tm.MinPoll), tm.MaxPoll)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
