@@ -1,0 +1,99 @@
+package tasks_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tasks"
+)
+
+var t0 = time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+
+func walk(t *testing.T, events ...operation.EventType) operation.Operation {
+	t.Helper()
+	key, err := operation.NewRequestKey("client-a", "M1", "scripted_write", "op-00000001")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "scripted|f", RequestDigest: "sha256:" + strings.Repeat("0", 64),
+		EndUserID: "alice", TenantID: "M1", Target: map[string]string{"fact": "f"}, Payload: map[string]string{"fact": "f"}}, t0, 5*time.Second)
+	require.NoError(t, err)
+	for i, ev := range events {
+		e := operation.Event{Type: ev, At: t0.Add(time.Duration(i+1) * time.Second), NextAt: t0.Add(time.Duration(i+10) * time.Second)}
+		if ev == operation.EventRetryClaimed {
+			e.LeaseUntil = e.At.Add(5 * time.Second)
+		}
+		op, err = op.Apply(e)
+		require.NoError(t, err)
+	}
+	return op
+}
+
+var timing = tasks.Timing{Now: t0.Add(2 * time.Second), Retention: time.Hour, MinPoll: time.Second, MaxPoll: 30 * time.Second}
+
+func TestEveryStateMapsToATaskStatus(t *testing.T) {
+	result := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}}
+	cases := []struct {
+		name    string
+		op      operation.Operation
+		status  tasks.Status
+		message string
+	}{
+		{"pending", walk(t), tasks.StatusWorking, "PENDING"},
+		{"unknown", walk(t, operation.EventClientTimeout), tasks.StatusWorking, "UNKNOWN (dispatch_acknowledged_response_missing)"},
+		{"retryable", walk(t, operation.EventNotDispatched), tasks.StatusWorking, "RETRYABLE"},
+		{"escalated", walk(t, operation.EventResponseMissing, operation.EventProbeBudgetExhausted), tasks.StatusWorking, "waiting for release-oncall"},
+		{"succeeded", walk(t, operation.EventCreateSucceeded), tasks.StatusCompleted, "committed and verified"},
+		{"failed", walk(t, operation.EventBusinessRejected), tasks.StatusCompleted, "failed without effect"},
+		{"cancelled", walk(t, operation.EventNotDispatched, operation.EventClientCancelled), tasks.StatusCancelled, "cancelled before it was sent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := tasks.View(tc.op, "tsk_x", result, "release-oncall", timing)
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, task.Status)
+			assert.Contains(t, task.StatusMessage, tc.message)
+			assert.Equal(t, tc.status == tasks.StatusCompleted, task.Result != nil, "only a completed task carries the tool's result")
+			assert.Equal(t, "2026-07-28T10:00:00Z", task.CreatedAt, "createdAt is the journal's first entry")
+			assert.Equal(t, tc.op.Journal[len(tc.op.Journal)-1].At.Format(time.RFC3339Nano), task.LastUpdatedAt)
+			assert.Equal(t, tc.status == tasks.StatusWorking, task.PollIntervalMs > 0)
+			assert.Equal(t, tc.op.State == operation.StateFailed, task.TTLMs != nil, "only FAILED operations expire")
+		})
+	}
+}
+
+func TestCompletedTaskWithoutItsResultIsAnError(t *testing.T) {
+	_, err := tasks.View(walk(t, operation.EventCreateSucceeded), "tsk_x", nil, "", timing)
+	assert.Error(t, err)
+}
+
+func TestPollIntervalFollowsTheNextReconcilerStepWithinBounds(t *testing.T) {
+	unknown := walk(t, operation.EventClientTimeout) // next probe at t0+10s
+	task, err := tasks.View(unknown, "tsk_x", nil, "", timing)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8000), task.PollIntervalMs, "due at t0+10s, now t0+2s")
+
+	late := timing
+	late.Now = t0.Add(time.Hour)
+	task, err = tasks.View(unknown, "tsk_x", nil, "", late)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), task.PollIntervalMs, "overdue: the minimum, never zero")
+
+	escalated := walk(t, operation.EventResponseMissing, operation.EventProbeBudgetExhausted)
+	task, err = tasks.View(escalated, "tsk_x", nil, "", timing)
+	require.NoError(t, err)
+	assert.Equal(t, int64(30000), task.PollIntervalMs, "a human decides: the maximum")
+}
+
+func TestFailedTaskLivesForTheRetentionAfterItsLastUpdate(t *testing.T) {
+	failed := walk(t, operation.EventBusinessRejected) // last update t0+1s
+	task, err := tasks.View(failed, "tsk_x", &mcp.CallToolResult{IsError: true}, "", timing)
+	require.NoError(t, err)
+	require.NotNil(t, task.TTLMs)
+	assert.Equal(t, (time.Hour + time.Second).Milliseconds(), *task.TTLMs)
+	assert.Contains(t, string(task.Result), `"isError":true`)
+}
