@@ -7,6 +7,8 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +112,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.ResourceURL == "" {
 		s.ResourceURL = s.MCPURLs[0]
 	}
+	// One task id key for every replica of this stack, so a task created
+	// on one is answered by any (MCP Tasks on, as in the walkthrough).
+	taskKey := make([]byte, 32)
+	if _, err := rand.Read(taskKey); err != nil {
+		return nil, fmt.Errorf("stack: task id key: %w", err)
+	}
 	env := map[string]string{
+		"INTENTGATE_TASK_ID_KEY":       hex.EncodeToString(taskKey),
 		"INTENTGATE_DYNAMODB_ENDPOINT": cfg.EngineEndpoint,
 		"INTENTGATE_TABLE":             cfg.Table,
 		"INTENTGATE_RESOURCE_URL":      s.ResourceURL,

@@ -22,6 +22,7 @@ import (
 
 const tasksExtension = "io.modelcontextprotocol/tasks"
 
+// The stack gives its replicas one task id key; these tests name it anyway.
 var taskKeyEnv = map[string]string{"INTENTGATE_TASK_ID_KEY": strings.Repeat("k", 40)}
 
 type rpcReply struct {
@@ -129,7 +130,7 @@ func TestServerAdvertisesTasksAndWriteToolsDeclareTaskSupport(t *testing.T) {
 }
 
 func TestWithoutTheTaskKeyTheExtensionIsOff(t *testing.T) {
-	h := startStack(t, 1, nil)
+	h := startStack(t, 1, map[string]string{"INTENTGATE_TASK_ID_KEY": ""})
 	disc := rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "server/discover", "", nil, false)
 	require.Nil(t, disc.Error)
 	assert.NotContains(t, string(disc.Result), tasksExtension)
