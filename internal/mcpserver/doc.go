@@ -53,6 +53,9 @@
 //     subscriptions/listen acknowledges an empty subscription and completes
 //     at once (as a short SSE body) instead of holding the response open
 //     behind API Gateway.
+//   - Extensions (Config.Extensions) plugged in through the SDK's extension
+//     points only (receiving middleware, custom methods), each advertised
+//     in capabilities.extensions; MCP Tasks (internal/tasks) is one.
 //   - Result helpers (Success, BusinessError, Result) that put the same JSON
 //     in structuredContent and in a text block for clients that ignore
 //     structuredContent, and a check that logs successes not matching the
