@@ -87,7 +87,7 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
 				return g.failure(ctx, rec, heldByInvisible())
 			}
-			if g.cfg.Tasks && !sub.Operation.State.Settled() {
+			if g.cfg.Tasks && !tasks.Final(sub.Operation) {
 				// Answered with a task only if the request opted in (and the
 				// caller may see the operation, checked above); the task is
 				// the operation, durable since its insert.

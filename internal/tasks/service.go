@@ -102,11 +102,13 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 	if cancelled(op) {
 		return nil
 	}
-	if op.State == operation.StateRetryable {
-		actor := c.UserID
-		if actor == "" {
-			actor = c.ClientID
-		}
+	actor := c.UserID
+	if actor == "" {
+		actor = c.ClientID
+	}
+	// A stale write that leaves the operation RETRYABLE (evidence recorded
+	// meanwhile) is tried again on the newer version; a few times at most.
+	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable; attempt++ {
 		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
 			Detail: "withdrawn by the client while proven unsent"}
 		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
@@ -115,8 +117,8 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 		case terr == nil:
 			return nil
 		case errors.As(terr, &stale):
-			// Someone moved it first: a claim (now possibly in flight) or
-			// another cancel.
+			// Someone moved it first: a claim (now possibly in flight),
+			// another cancel, or new evidence.
 			if cancelled(next) {
 				return nil
 			}
@@ -196,7 +198,7 @@ func (s *Service) find(ctx context.Context, taskID string) (tools.Caller, operat
 
 func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (Task, error) {
 	var result *mcp.CallToolResult
-	if op.State.Settled() {
+	if Final(op) {
 		w := s.tools[op.Key.Tool]
 		r := w.Render(c, tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true})
 		result = mcpserver.Result(r.Body, r.IsError)

@@ -80,12 +80,14 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 		created, updated = op.Journal[0].At, op.Journal[len(op.Journal)-1].At
 	}
 	t := Task{TaskID: taskID, CreatedAt: stamp(created), LastUpdatedAt: stamp(updated)}
-	switch op.State {
-	case operation.StateSucceeded, operation.StateFailed:
+	switch {
+	case Final(op):
 		t.Status = StatusCompleted
 		if cancelled(op) {
 			t.Status = StatusCancelled
 			t.StatusMessage = "cancelled before it was sent; nothing was executed"
+		} else if op.State == operation.StateEscalated {
+			t.StatusMessage = escalatedMessage(op, operator) + " (after it had settled: the result says why)"
 		} else if op.State == operation.StateSucceeded {
 			t.StatusMessage = "committed and verified"
 		} else {
@@ -106,6 +108,8 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 			t.Result = raw
 		}
 		return t, nil
+	}
+	switch op.State {
 	case operation.StatePending:
 		t.StatusMessage = "PENDING: the request is being sent to the provider; the server is waiting for its answer"
 	case operation.StateUnknown:
@@ -113,17 +117,41 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 	case operation.StateRetryable:
 		t.StatusMessage = "RETRYABLE: proven not executed; the server's reconciler will send it again (tasks/cancel withdraws it while it is unsent)"
 	case operation.StateEscalated:
-		who := operator
-		if who == "" {
-			who = "an operator"
-		}
-		t.StatusMessage = "ESCALATED: waiting for " + who + " to resolve it (" + op.Escalation + "); do not resend"
+		t.StatusMessage = escalatedMessage(op, operator)
 	default:
 		return Task{}, fmt.Errorf("tasks: operation %s in unknown state %q", op.Handle, op.State)
 	}
 	t.Status = StatusWorking
 	t.PollIntervalMs = pollInterval(op, tm).Milliseconds()
 	return t, nil
+}
+
+// Final reports whether the operation's task is terminal (completed or
+// cancelled): it is settled, or it settled once and was escalated after
+// (the duplicate audit, a clock skew). A terminal task never returns to
+// working; its result follows the operation (the tool's escalated answer,
+// then the operator's resolution).
+func Final(op operation.Operation) bool {
+	if op.State.Settled() {
+		return true
+	}
+	if op.State != operation.StateEscalated {
+		return false
+	}
+	for _, ev := range op.Journal {
+		if ev.To.Settled() {
+			return true
+		}
+	}
+	return false
+}
+
+func escalatedMessage(op operation.Operation, operator string) string {
+	who := operator
+	if who == "" {
+		who = "an operator"
+	}
+	return "ESCALATED: waiting for " + who + " to resolve it (" + op.Escalation + "); do not resend"
 }
 
 // cancelled reports whether the operation ended by tasks/cancel.

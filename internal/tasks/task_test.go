@@ -97,3 +97,19 @@ func TestFailedTaskLivesForTheRetentionAfterItsLastUpdate(t *testing.T) {
 	assert.Equal(t, (time.Hour + time.Second).Milliseconds(), *task.TTLMs)
 	assert.Contains(t, string(task.Result), `"isError":true`)
 }
+
+// A completed task stays terminal: a SUCCEEDED operation the duplicate
+// audit later escalates is still completed, its result now the tool's
+// escalated answer, never back to working.
+func TestCompletedTaskEscalatedByTheAuditStaysCompleted(t *testing.T) {
+	op := walk(t, operation.EventCreateSucceeded, operation.EventAuditMultiple)
+	require.Equal(t, operation.StateEscalated, op.State)
+	assert.True(t, tasks.Final(op))
+	task, err := tasks.View(op, "tsk_x", &mcp.CallToolResult{IsError: true}, "release-oncall", timing)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.StatusCompleted, task.Status)
+	assert.Contains(t, task.StatusMessage, "release-oncall")
+	assert.Contains(t, string(task.Result), `"isError":true`)
+	assert.False(t, tasks.Final(walk(t, operation.EventResponseMissing, operation.EventProbeBudgetExhausted)),
+		"an escalation before any settlement is still working")
+}
