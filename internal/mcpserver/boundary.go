@@ -275,7 +275,11 @@ func isJSON(contentType string) bool {
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, message string) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: message}})
+	writeRPCErrorData(w, status, id, code, message, nil)
+}
+
+func writeRPCErrorData(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, message string, errData json.RawMessage) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: message, Data: errData}})
 	if err != nil {
 		http.Error(w, message, status)
 		return
@@ -360,7 +364,9 @@ func (w *rpcErrorWriter) finish(id jsonrpc.ID) {
 			_, _ = w.ResponseWriter.Write(w.captured.Bytes())
 			return
 		}
-		writeRPCError(w.ResponseWriter, w.status, resp.ID, rpcErr.Code, shortenMessage(rpcErr.Message))
+		// Only the message is shortened; data (e.g. the capabilities a
+		// -32021 requires) is part of the error's meaning and kept.
+		writeRPCErrorData(w.ResponseWriter, w.status, resp.ID, rpcErr.Code, shortenMessage(rpcErr.Message), rpcErr.Data)
 		return
 	}
 	message := shortenMessage(strings.TrimSpace(w.captured.String()))

@@ -232,7 +232,7 @@ func TestTaskMethodsNeedTheClientCapability(t *testing.T) {
 	h := startStack(t, 1, taskKeyEnv)
 	r := rpc(t, h.MCPURLs[0], h.token(t, "ALICE"), "tasks/get", "tsk_x", map[string]any{"taskId": "tsk_x"}, false)
 	require.NotNil(t, r.Error)
-	assert.Equal(t, int64(-32021), r.Error.Code)
+	assert.Equal(t, int64(-32021), r.Error.Code, "%+v", r.Error)
 	assert.JSONEq(t, `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`, string(r.Error.Data))
 }
 

@@ -41,7 +41,7 @@ func (s *Service) Install(server *mcp.Server) error {
 	server.AddReceivingMiddleware(s.middleware)
 	if err := mcp.AddReceivingCustomMethod(server, MethodGet, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*GetTaskResult, error) {
 		if !optedIn(p.GetMeta()) {
-			return nil, errMissingCap
+			return nil, errMissingCap()
 		}
 		t, err := s.Get(ctx, p.TaskID)
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Service) Install(server *mcp.Server) error {
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodCancel, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
 		if !optedIn(p.GetMeta()) {
-			return nil, errMissingCap
+			return nil, errMissingCap()
 		}
 		if err := s.Cancel(ctx, p.TaskID); err != nil {
 			return nil, err
@@ -64,7 +64,7 @@ func (s *Service) Install(server *mcp.Server) error {
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
 		if !optedIn(p.GetMeta()) {
-			return nil, errMissingCap
+			return nil, errMissingCap()
 		}
 		return nil, s.Update(ctx, p.TaskID)
 	}); err != nil {

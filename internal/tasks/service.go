@@ -72,14 +72,18 @@ func (s *Service) Supports(tool string) bool {
 	return ok
 }
 
-// Errors from the specification's codes.
-var (
-	// errUnknownTask answers an id that does not exist and an id the
-	// caller may not see, identically.
-	errUnknownTask = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
-	errMissingCap  = &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability",
+// errUnknownTask answers an id that does not exist and an id the caller
+// may not see, identically (the specification's -32602). A new value each
+// time: the SDK owns an error once it is returned.
+func errUnknownTask() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
+}
+
+// errMissingCap is the specification's -32021 naming the extension.
+func errMissingCap() error {
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability",
 		Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + Extension + `":{}}}}`)}
-)
+}
 
 // Get reads the task from the table: any instance answers for any task.
 func (s *Service) Get(ctx context.Context, taskID string) (Task, error) {
@@ -175,23 +179,23 @@ func (s *Service) Created(ctx context.Context, op operation.Operation) (*CreateT
 func (s *Service) find(ctx context.Context, taskID string) (tools.Caller, operation.Operation, error) {
 	c, ok := s.cfg.Caller(ctx)
 	if !ok {
-		return c, operation.Operation{}, errUnknownTask
+		return c, operation.Operation{}, errUnknownTask()
 	}
 	handle, ok := s.cfg.IDs.Handle(taskID)
 	if !ok {
-		return c, operation.Operation{}, errUnknownTask
+		return c, operation.Operation{}, errUnknownTask()
 	}
 	op, err := s.cfg.Executor.Find(ctx, s.visibility, c, tools.Ref{Handle: handle})
 	var f *tools.Failure
 	switch {
 	case err == nil:
 	case errors.As(err, &f) && f.Code == tools.CodeNotFound:
-		return c, operation.Operation{}, errUnknownTask
+		return c, operation.Operation{}, errUnknownTask()
 	default:
 		return c, operation.Operation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; retry shortly"}
 	}
 	if _, ok := s.tools[op.Key.Tool]; !ok {
-		return c, operation.Operation{}, errUnknownTask
+		return c, operation.Operation{}, errUnknownTask()
 	}
 	return c, op, nil
 }
