@@ -257,7 +257,11 @@ func TestDeployerNamingAnotherServiceIsForbiddenBeforeAnyEffect(t *testing.T) {
 
 func TestParallelCallersOnTwoReplicasShareOneTicketRecord(t *testing.T) {
 	clock := newTestClock()
-	h := startStackWith(t, 2, nil, stack.Config{Clock: clock.Now, ReleaseSearchLag: searchLag})
+	// The local engine applies one request at a time: eight concurrent
+	// inserts (and the losers' bindings) queue behind each other, which a
+	// store budget sized for DynamoDB's latency would turn into
+	// TEMPORARY_UNAVAILABLE. This test is about sharing one record.
+	h := startStackWith(t, 2, map[string]string{"INTENTGATE_BUDGET_STORE": "2s"}, stack.Config{Clock: clock.Now, ReleaseSearchLag: searchLag})
 	tok := h.token(t, "DEPLOYER")
 	const callers = 8
 	sessions := make([]*mcp.ClientSession, callers)
