@@ -177,6 +177,14 @@ func checkFirstAnswer(ev Evidence) []Violation {
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
 		own := handleOf(k.client, personaByName[k.persona].Merchant, k.tool, k.opID)
 		final := finals[cellKey(k.cell, own)]
+		// A key answered by deduplication is bound to the holder: reading
+		// its handle gives the holder's operation, whose payload is the
+		// holder's request, not this key's. The key stays bound to the
+		// arguments of its own first answer (the binding's digest), so
+		// that is what later calls must match.
+		bound := final != nil && final.Handle != own
+		var boundArgs map[string]any
+		boundBy := 0
 		var first *Call
 		for i := range calls {
 			c := calls[i]
@@ -187,10 +195,16 @@ func checkFirstAnswer(ev Evidence) []Violation {
 				out = append(out, Violation{Invariant: InvFirstAnswer, Cell: k.cell, Handle: own, OperationID: k.opID, Persona: k.persona,
 					Detail: fmt.Sprintf("call #%d: ", c.Seq) + fmt.Sprintf(format, a...)})
 			}
+			if bound && boundArgs != nil && !sameCallArgs(c.Args, boundArgs) {
+				if c.Code != "IDEMPOTENCY_CONFLICT" {
+					bad("operation_id bound by its first answer (call #%d) reused with other arguments answered %q (status %s, handle %s), not IDEMPOTENCY_CONFLICT", boundBy, c.Code, c.Status, c.Handle)
+				}
+				continue
+			}
 			// Other arguments than the stored operation's, once it exists:
 			// always a conflict. (Before the insert, a call with other
 			// arguments may be deduplicated to another operation.)
-			if final != nil && !final.CreatedAt.After(c.End) && !sameArgs(c.Args, final.Payload) {
+			if !bound && final != nil && !final.CreatedAt.After(c.End) && !sameArgs(c.Args, final.Payload) {
 				if c.Code != "IDEMPOTENCY_CONFLICT" {
 					bad("operation_id reused with other arguments answered %q (status %s, handle %s), not IDEMPOTENCY_CONFLICT", c.Code, c.Status, c.Handle)
 				}
@@ -201,6 +215,9 @@ func checkFirstAnswer(ev Evidence) []Violation {
 			}
 			if first == nil {
 				first = &calls[i]
+				if bound {
+					boundArgs, boundBy = c.Args, c.Seq
+				}
 				continue
 			}
 			if c.Handle != first.Handle {
@@ -241,6 +258,21 @@ func sameArgs(args map[string]any, payload map[string]string) bool {
 		s, _ := v.(string)
 		if p, ok := payload[k]; ok && p != s {
 			return false
+		}
+	}
+	return true
+}
+
+// sameCallArgs compares two calls' arguments, the operation_id aside.
+func sameCallArgs(a, b map[string]any) bool {
+	for _, m := range [2][2]map[string]any{{a, b}, {b, a}} {
+		for k, v := range m[0] {
+			if k == "operation_id" {
+				continue
+			}
+			if w, ok := m[1][k]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
+				return false
+			}
 		}
 	}
 	return true

@@ -182,3 +182,47 @@ func TestCheckerAcceptsOtherArgumentsAnsweredBeforeTheOperationExisted(t *testin
 		require.NotContains(t, v.Detail, "not IDEMPOTENCY_CONFLICT")
 	}
 }
+
+// boundEvidence: a second operation_id (op-00000002) whose first call, with
+// a reason other than the holder's, was deduplicated onto op-00000001 by
+// the business key. Its record reads the holder through the binding (the
+// table answers a bound key's handle with the holder), as gather does.
+func boundEvidence() (Evidence, Call) {
+	ev := cleanEvidence()
+	holder := *ev.Ops[0].Final
+	own := handleOf("support-assistant", "M1", toolRisk, "op-00000002")
+	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: own, Persona: "ALICE", Tenant: "M1", ClientID: "support-assistant",
+		Tool: toolRisk, OperationID: "op-00000002", EffectKey: "risk|O20260728001", Final: &holder})
+	ev.RiskByHandle["0/"+own] = []string{"rv-1"} // the holder's effect, as gather reads it
+	dedup := Call{Seq: 2, Persona: "ALICE", Tool: toolRisk, OperationID: "op-00000002",
+		Args:  map[string]any{"order_id": "O20260728001", "reason": "manual check", "operation_id": "op-00000002"},
+		Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Status: "SUCCEEDED",
+		Handle: holder.Handle, ResourceID: "rv-1", Deduplicated: true}
+	ev.History.Calls = append(ev.History.Calls, dedup)
+	return ev, dedup
+}
+
+// Seed 20261201 (cell 0, chaos-20261201-0-44): a key deduplicated onto a
+// holder with another reason, then replayed with its own first arguments,
+// was flagged because the checker compared it with the holder's payload.
+func TestCheckerAcceptsABoundKeyReplayedWithItsOwnFirstArguments(t *testing.T) {
+	ev, dedup := boundEvidence()
+	again := dedup
+	again.Seq, again.Start, again.End = 3, t0.Add(4*time.Second), t0.Add(5*time.Second)
+	ev.History.Calls = append(ev.History.Calls, again)
+	require.Empty(t, Check(ev))
+}
+
+func TestCheckerFlagsABoundKeyReusedWithOtherArgumentsThatWasNotAConflict(t *testing.T) {
+	ev, dedup := boundEvidence()
+	changed := dedup
+	changed.Seq, changed.Start, changed.End = 3, t0.Add(4*time.Second), t0.Add(5*time.Second)
+	// The holder's own arguments: still other arguments than this key's first.
+	changed.Args = map[string]any{"order_id": "O20260728001", "reason": "velocity", "operation_id": "op-00000002"}
+	ev.History.Calls = append(ev.History.Calls, changed)
+	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
+
+	changed.Code, changed.Status, changed.Handle, changed.ResourceID, changed.Deduplicated = "IDEMPOTENCY_CONFLICT", "", "", "", false
+	ev.History.Calls[2] = changed
+	require.Empty(t, Check(ev))
+}

@@ -555,3 +555,30 @@ func TestHolderFailingBetweenTheRefusedInsertAndTheBindingLetsTheKeyInsert(t *te
 	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder already proven without effect")
 	assert.Equal(t, mine.Handle, res.Operation.Handle)
 }
+
+// Seed 20261201 of the fault campaign: a key first answered by
+// deduplication with a reason other than the holder's keeps that answer
+// for its own arguments, and the holder's arguments under it are a
+// conflict, not a second deduplication (the store side of the checker fix).
+func TestABoundKeyIsJudgedByItsOwnFirstDigestNotTheHolders(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728084|standard|g1"
+	holder := newOp(t, "client-a", "op-holder-0084", bk, "velocity")
+	f.insert(t, holder)
+	bound := newOp(t, "client-a", "op-bound-0084", bk, "manual check")
+	res, err := f.st.InsertIfAbsent(ctx, bound)
+	require.NoError(t, err)
+	require.Equal(t, store.BusinessKeyHeld, res.Kind)
+
+	res, err = f.st.InsertIfAbsent(ctx, newOp(t, "client-a", "op-bound-0084", bk, "manual check"))
+	require.NoError(t, err)
+	assert.Equal(t, store.Replay, res.Kind)
+	assert.True(t, res.Bound)
+	assert.Equal(t, holder.Handle, res.Operation.Handle)
+
+	res, err = f.st.InsertIfAbsent(ctx, newOp(t, "client-a", "op-bound-0084", bk, "velocity"))
+	require.NoError(t, err)
+	assert.Equal(t, store.Conflict, res.Kind, "the holder's arguments are other arguments for this key")
+	assert.True(t, res.Bound)
+}
