@@ -10,7 +10,9 @@ import (
 // Unbounded is what Remaining reports for a context without a deadline.
 const Unbounded = time.Duration(math.MaxInt64)
 
-// BudgetConfig splits one call's deadline into stages (seed 000, section 9).
+// BudgetConfig splits one call's deadline into stages, so a slow
+// stage cannot eat the time needed to answer with a handle before the
+// caller gives up (docs/design.md, Capacity model).
 // The numbers are a discussable starting point, not a performance promise.
 type BudgetConfig struct {
 	// Auth bounds token verification and policy (incl. a JWKS fetch).
@@ -25,7 +27,7 @@ type BudgetConfig struct {
 	Reserve time.Duration
 }
 
-// DefaultBudget is the seed's example for a 5s client deadline:
+// DefaultBudget is the default split of a 5s client deadline:
 // 0.1s auth, 0.3s per store call, 2.5s downstream, 2.1s reserve.
 func DefaultBudget() BudgetConfig {
 	return BudgetConfig{

@@ -5,6 +5,6 @@
 // Lambda's) deadline with time left to record UNKNOWN and answer.
 //
 // The gate is per process. The cross-replica bound comes from reserved
-// concurrency and API Gateway throttling (see DESIGN.md, Pressure); the
+// concurrency and API Gateway throttling (docs/design.md, Capacity model); the
 // gate only stops one instance from queueing more than it can serve.
 package admission

@@ -1,6 +1,7 @@
 // Package auth establishes who is calling before MCP is reached.
 //
-// Two principals come out of a verified bearer token (DESIGN.md "Identity"):
+// Two principals come out of a verified bearer token (docs/design.md,
+// Identity and the gateway authorizer):
 // the client principal (which MCP client: client_id, else azp) for ingress,
 // quotas and audit, and the end-user principal (sub plus the merchant/tenant
 // claim) for object-level authorization. Both come from trusted context only,

@@ -14,8 +14,8 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
-// ticketTools are seed 001's dependent action; the write itself is a
-// published family.
+// ticketTools are the action that depends on a deployment ticket (approve
+// a rollout); the ticket write itself is a published family.
 func (g *Gateway) ticketTools() []mcpserver.Tool {
 	return []mcpserver.Tool{{
 		Name:        release.ToolApprove,

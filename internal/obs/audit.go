@@ -27,7 +27,7 @@ const (
 )
 
 // AuditRecord is everything an operator needs to reconstruct a tool call or
-// a transition (seed 000, section 10): who, for whom, which tool and keys,
+// a transition: who, for whom, which tool and keys,
 // why policy allowed it, what happened downstream and to the state.
 //
 // There is deliberately no field for raw arguments, reason text or bearer

@@ -74,8 +74,8 @@ func TransitionEvents() []EventType {
 	}
 }
 
-// Next is the transition table of DESIGN.md, extended by two PENDING exits
-// the design implies: not_dispatched (a refused connection proves the
+// Next is the transition table of docs/design.md (State machine), extended
+// by two PENDING exits the design implies: not_dispatched (a refused connection proves the
 // request never left, so only a reconciler claim may re-send it) and
 // verification_inconclusive (a success-shaped answer we could not confirm).
 func Next(from State, ev EventType) (State, bool) {
@@ -169,7 +169,8 @@ type Event struct {
 	From   State     `json:"from,omitempty"`
 	To     State     `json:"to,omitempty"`
 	Detail string    `json:"detail,omitempty"`
-	// Source and Result describe a reconciliation check (seed 001):
+	// Source and Result describe a reconciliation check (docs/design.md,
+	// Review packet):
 	// e.g. source release_provider, result one_exact_match.
 	Source string `json:"source,omitempty"`
 	Result string `json:"result,omitempty"`

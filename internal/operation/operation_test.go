@@ -15,7 +15,8 @@ import (
 
 var t0 = time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC)
 
-// The whole table of DESIGN.md: every allowed pair, and its target.
+// The whole transition table (docs/design.md, State machine): every
+// allowed pair, and its target.
 var allowed = map[operation.State]map[operation.EventType]operation.State{
 	operation.StatePending: {
 		operation.EventCreateSucceeded:  operation.StateSucceeded,

@@ -5,7 +5,7 @@ package operation
 // have executed and we lack the proof either way.
 type State string
 
-// The states of DESIGN.md's state machine.
+// The states of the state machine (docs/design.md, State machine).
 const (
 	StatePending   State = "PENDING"
 	StateSucceeded State = "SUCCEEDED"
@@ -42,7 +42,8 @@ func (s State) Settled() bool {
 	return s == StateSucceeded || s == StateFailed
 }
 
-// Outcome is the vocabulary shown to callers (seed 001): what we know about
+// Outcome is the vocabulary shown to callers (docs/design.md, Review
+// packet): what we know about
 // the effect, as opposed to where the state machine stands.
 type Outcome string
 

@@ -22,8 +22,9 @@ const (
 	ClaimLost = "lost"
 )
 
-// Probe result names recorded in the journal (seed 001's reconciliation
-// check: source and result).
+// Probe result names recorded in the journal; the review packet shows each
+// probe as a reconciliation check with a source and this result
+// (docs/design.md, Review packet).
 const (
 	ResultLookupFailed     = "lookup_failed"
 	ResultOneExactMatch    = "one_exact_match"
@@ -329,7 +330,8 @@ func (s *Service) skewExceeded(op operation.Operation, found tools.ProbeResult, 
 	return ""
 }
 
-// retryGate states the retry decision's inputs (seed 001's retry_gate).
+// retryGate states the retry decision's inputs as one journal line, so a
+// reviewer can see why a re-send was allowed (docs/design.md, Review packet).
 // The re-send reuses the stored request and handle, so digest and key are
 // the same by construction; the evidence is the event that proved absence.
 func retryGate(op operation.Operation, rec tools.Recovery) string {

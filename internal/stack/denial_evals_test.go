@@ -19,8 +19,9 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
-// Seed 001's denial evals, through MCP, with the reconciler running on the
-// same table. The clock is shared and advanced by the test.
+// Denial evals: dependent actions refused while a ticket's creation is
+// unknown, and callers refused what they may not see or do, through MCP,
+// with the reconciler running on the same table. The clock is shared and advanced by the test.
 
 const searchLag = 3 * time.Second
 

@@ -189,7 +189,8 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 	}
 	condition := "#version = :v AND #state = :from"
 	if ev.Type == operation.EventRetryClaimed {
-		// The claim of DESIGN.md: only a due RETRYABLE may be claimed.
+		// The claim rule (docs/design.md, State machine): only a due
+		// RETRYABLE may be claimed.
 		names["#claim_due"] = "due_at"
 		values[":claim_at"] = &types.AttributeValueMemberS{Value: formatTime(ev.At)}
 		condition += " AND #claim_due <= :claim_at"

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // scripted is a write tool whose downstream answers are injected: the
-// failure paths of seed 000 and 001 without a simulator in between.
+// failure paths of both tool families (timeouts, lost responses, refused
+// connections) without a simulator in between.
 type scripted struct {
 	dispatchErr error
 	verifyErr   error

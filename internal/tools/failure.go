@@ -5,7 +5,7 @@ import "fmt"
 // Code is a stable business outcome code shown to callers.
 type Code string
 
-// Business codes (DESIGN.md "Results and errors").
+// Business codes (docs/design.md, Results and their schemas).
 const (
 	CodeUnauthenticated      Code = "UNAUTHENTICATED"
 	CodeInvalidArgument      Code = "INVALID_ARGUMENT"

@@ -1,8 +1,8 @@
 // Package releaseapi simulates the Release API: a deployment-ticket system
 // with NO idempotency support (every POST /tickets creates a ticket) and an
-// eventually consistent search. It is the hard case of seed 001: after a
-// lost response the only way to learn whether a ticket exists is to search
-// for the exact intended effect, and the search may not have caught up.
+// eventually consistent search. It is the hard case for exactly-once
+// writes: after a lost response the only way to learn whether a ticket
+// exists is to search for the exact intended effect, and the search may not have caught up.
 //
 // Routes (all but /_sim/ need X-Api-Key):
 //

@@ -1,6 +1,6 @@
-// Package packet builds the operation review packet (seed 001's
-// external_write_review plus its timeline): what get_operation returns for
-// any write tool's operation. It reads an operation; it never changes one.
+// Package packet builds the operation review packet (external_write_review
+// plus its timeline, docs/design.md, Review packet): what get_operation
+// returns for any write tool's operation. It reads an operation; it never changes one.
 package packet
 
 import (
@@ -17,7 +17,8 @@ const (
 	ToolResolveOperation = "resolve_operation"
 )
 
-// Packet is the review packet. Field names follow seed 001.
+// Packet is the review packet. Field names are the review packet's
+// published vocabulary (docs/design.md, Review packet).
 type Packet struct {
 	// OperationID is the viewer's own key for the operation; null when the
 	// operation belongs to another client (a tenant-mate's or, for an
@@ -37,12 +38,12 @@ type Packet struct {
 	ResourceID         *string `json:"resource_id"`
 	DuplicateResources int     `json:"duplicate_resources"`
 	EffectReceipt      *string `json:"effect_receipt"`
-	// DependentActionsBlockedWhileUnknown is the seed's attestation that
-	// dependent actions (approve_rollout, reporting done) could not run
-	// while the outcome was unproven. It holds by construction: every
+	// DependentActionsBlockedWhileUnknown attests that dependent actions
+	// (approve_rollout, reporting done) could not run while the outcome was
+	// unproven. It holds by construction: every
 	// dependent action refuses an operation that is not SUCCEEDED
 	// (operation.Blocked), so it is always true; a packet for a settled
-	// operation still says so, as in the seed.
+	// operation still says so.
 	DependentActionsBlockedWhileUnknown bool `json:"dependent_actions_blocked_while_unknown"`
 	// DependentActionsBlocked is the present tense: true while the
 	// operation is not SUCCEEDED (operation.Blocked).

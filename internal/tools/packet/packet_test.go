@@ -17,7 +17,7 @@ import (
 // owner is the client that chose the seed operation's operation_id.
 var owner = tools.Caller{ClientID: "claude-code", UserID: "dev-alice", TenantID: "team-payments", Roles: []string{"deployer"}}
 
-// Seed 001's timeline instants.
+// Timeline instants of a deployment ticket whose response was lost.
 var (
 	intentAt   = time.Date(2026, 8, 13, 10, 51, 4, 120_000_000, time.UTC)
 	dispatchAt = time.Date(2026, 8, 13, 10, 51, 4, 203_000_000, time.UTC)
@@ -25,7 +25,7 @@ var (
 	probeAt    = time.Date(2026, 8, 13, 10, 52, 11, 0, time.UTC)
 )
 
-// seedOp is seed 001's operation after the client timeout.
+// seedOp is a deployment-ticket operation after the client timeout.
 func seedOp(t *testing.T) operation.Operation {
 	t.Helper()
 	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
@@ -76,7 +76,8 @@ func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
 	op := found(t, seedOp(t))
 	m := marshal(t, packet.Build(op, owner))
 
-	// external_write_review, field for field as in seed 001.
+	// external_write_review, field for field as docs/design.md (Review
+	// packet) publishes it.
 	for field, want := range map[string]any{
 		"operation_id":        "deploy-ticket-payments-8bc911d",
 		"tool":                "create_deployment_ticket",

@@ -6,18 +6,19 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 )
 
-// EventReconciliationCheck is the timeline name of every probe (seed 001's
-// reconciliation checks); JournalEvent keeps which probe event it was.
+// EventReconciliationCheck is the timeline name of every probe (a
+// reconciliation check, docs/design.md, Review packet); JournalEvent keeps
+// which probe event it was.
 const EventReconciliationCheck = "reconciliation_check"
 
 // TimelineEntry is one journal event as the review packet shows it.
 type TimelineEntry struct {
 	At time.Time `json:"at"`
-	// Event is the seed's name: intent_recorded, provider_dispatch_started,
-	// client_timeout, reconciliation_check, ...
+	// Event is the timeline's published name: intent_recorded,
+	// provider_dispatch_started, client_timeout, reconciliation_check, ...
 	Event string `json:"event"`
 	// JournalEvent is the journal's own event type, so nothing is lost
-	// when several events share a seed name.
+	// when several events share a timeline name.
 	JournalEvent string `json:"journal_event"`
 	From         string `json:"from,omitempty"`
 	To           string `json:"to,omitempty"`
@@ -86,7 +87,7 @@ func probeResult(t operation.EventType) string {
 }
 
 // decides reports whether the event's outcome is a decision worth showing
-// (seed 001's "decision:"), as opposed to a classification of a lost wait.
+// (the timeline's decision), as opposed to a classification of a lost wait.
 func decides(t operation.EventType) bool {
 	switch t {
 	case operation.EventIntentRecorded, operation.EventDispatchStarted,

@@ -17,8 +17,9 @@ type Approval struct {
 	Decision      string  `json:"decision"` // always "approved"; refusals are errors
 }
 
-// Approve is the dependent action of seed 001. The caller must be allowed
-// to approve rollouts of the ticket's service (policy.CanApproveRollout: a
+// Approve is the action that depends on a deployment ticket: approving
+// its rollout must wait until the ticket is known to exist. The caller must
+// be allowed to approve rollouts of the ticket's service (policy.CanApproveRollout: a
 // deployer of a team granted the service, or an operator): being able to
 // see the ticket is not enough. Otherwise FORBIDDEN, before anything about
 // the ticket's state is said. Then approval is allowed only for a ticket

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 const apiKey = "release-test-key"
 
-// t0 is seed 001's intent time.
+// t0 is the intent time of the tests' deployment tickets.
 var t0 = time.Date(2026, 8, 13, 10, 51, 4, 120_000_000, time.UTC)
 
 var grants = policy.DeployGrants{

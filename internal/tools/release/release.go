@@ -1,4 +1,4 @@
-// Package release is the deployment-ticket tool family (seed 001): create a
+// Package release is the deployment-ticket tool family: create a
 // deployment ticket for a service, commit and environment exactly once.
 //
 // The Release API has no idempotency and no lookup by request key: a lost

@@ -105,7 +105,7 @@ func TestRetryUsesNewOperationIDIsDeduplicated(t *testing.T) {
 	assert.Equal(t, map[string]string{"handle": first.Operation.Handle}, foreign.NextAction.Arguments)
 }
 
-// Seed 001's first fixture: the provider commits and drops the response;
+// The lost-response case: the provider commits and drops the response;
 // the agent retries with a fresh operation_id. No second ticket.
 func TestTimeoutAfterCommitThenNewOperationIDCreatesNoSecondTicket(t *testing.T) {
 	f := newFixture(t, 0)

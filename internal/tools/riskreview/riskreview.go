@@ -1,4 +1,4 @@
-// Package riskreview is the risk-review tool family (seed 000): request a
+// Package riskreview is the risk-review tool family: request a
 // risk review for an order the caller's merchant owns, exactly once, and
 // query its status by review_id. The Risk API dedupes creates by our
 // request key and can be asked by that key, so recovery probes by key.
