@@ -75,23 +75,10 @@ func itoa(u uint64) string {
 
 func TestStoreFaultLostAnswerLeavesTheWriteApplied(t *testing.T) {
 	ctx := context.Background()
-	rec := NewRecorder()
-	c := &cell{endpoint: engine.Endpoint()}
-	c.appCfg.Region = "us-east-1"
-	var faults *StoreFaults
-	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
-		faults = NewStoreFaults(next, 1, StoreFaultRates{LostAnswer: 1}, rec, 0, "test")
-		return faults
-	})
-	require.NoError(t, err)
-	st, err := store.New(db, store.Config{Table: enginetest.TableName(t), Retention: time.Hour})
-	require.NoError(t, err)
-	faults.SetEnabled(false)
-	enginetest.EnsureTable(t, st)
-	faults.SetEnabled(true)
+	st, faults, rec := storeWithFaults(ctx, t, StoreFaultRates{LostAnswer: 1})
 
 	op := newTestOperation(t, "lost-answer-1")
-	_, err = st.InsertIfAbsent(ctx, op)
+	_, err := st.InsertIfAbsent(ctx, op)
 	require.Error(t, err, "every answer was lost")
 
 	faults.SetEnabled(false)
@@ -103,23 +90,10 @@ func TestStoreFaultLostAnswerLeavesTheWriteApplied(t *testing.T) {
 
 func TestStoreFaultThrottleAppliesNothing(t *testing.T) {
 	ctx := context.Background()
-	rec := NewRecorder()
-	c := &cell{endpoint: engine.Endpoint()}
-	c.appCfg.Region = "us-east-1"
-	var faults *StoreFaults
-	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
-		faults = NewStoreFaults(next, 1, StoreFaultRates{Throttle: 1}, rec, 0, "test")
-		return faults
-	})
-	require.NoError(t, err)
-	st, err := store.New(db, store.Config{Table: enginetest.TableName(t), Retention: time.Hour})
-	require.NoError(t, err)
-	faults.SetEnabled(false)
-	enginetest.EnsureTable(t, st)
-	faults.SetEnabled(true)
+	st, faults, _ := storeWithFaults(ctx, t, StoreFaultRates{Throttle: 1})
 
 	op := newTestOperation(t, "throttled-1")
-	_, err = st.InsertIfAbsent(ctx, op)
+	_, err := st.InsertIfAbsent(ctx, op)
 	require.Error(t, err)
 
 	faults.SetEnabled(false)
@@ -139,4 +113,25 @@ func newTestOperation(t *testing.T, id string) operation.Operation {
 	}, time.Now(), time.Minute)
 	require.NoError(t, err)
 	return op
+}
+
+// storeWithFaults is a store on a fresh table whose every request meets the
+// given faults (switched off while the table is created).
+func storeWithFaults(ctx context.Context, t *testing.T, rates StoreFaultRates) (*store.Store, *StoreFaults, *Recorder) {
+	t.Helper()
+	rec := NewRecorder()
+	c := &cell{endpoint: engine.Endpoint()}
+	c.appCfg.Region = "us-east-1"
+	var faults *StoreFaults
+	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
+		faults = NewStoreFaults(next, 1, rates, rec, 0, "test")
+		return faults
+	})
+	require.NoError(t, err)
+	st, err := store.New(db, store.Config{Table: enginetest.TableName(t), Retention: time.Hour})
+	require.NoError(t, err)
+	faults.SetEnabled(false)
+	enginetest.EnsureTable(t, st)
+	faults.SetEnabled(true)
+	return st, faults, rec
 }
