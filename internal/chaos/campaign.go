@@ -21,6 +21,7 @@ import (
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/streampoll"
 )
 
 // Result is what a campaign found.
@@ -29,6 +30,7 @@ type Result struct {
 	Ops         int
 	Duration    time.Duration
 	QuietSweeps []int
+	Stream      StreamCounts
 	Evidence    Evidence
 	Violations  []Violation
 }
@@ -69,6 +71,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		tokens[p.Name] = tok
 	}
 
+	var trigger streampoll.Trigger
+	if cfg.Stream {
+		if trigger, err = streamTrigger(); err != nil {
+			return Result{}, err
+		}
+	}
 	cells := make([]*cell, cfg.Cells)
 	defer func() {
 		for _, c := range cells {
@@ -78,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}()
 	for i := range cells {
-		if cells[i], err = startCell(ctx, i, &cfg, rec, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL()); err != nil {
+		if cells[i], err = startCell(ctx, i, &cfg, rec, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL(), trigger); err != nil {
 			return Result{}, err
 		}
 	}
@@ -122,6 +130,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Evidence = ev
+	for _, c := range cells {
+		res.Stream.Batches += c.streamStats.batches.Load()
+		res.Stream.Records += c.streamStats.records.Load()
+		res.Stream.FailedRecords += c.streamStats.failedRecords.Load()
+		res.Stream.FailedBatches += c.streamStats.failedBatches.Load()
+		if why, _ := c.streamErr.Load().(string); why != "" {
+			res.Stream.Stopped = append(res.Stream.Stopped, fmt.Sprintf("cell %d: %s", c.idx, why))
+		}
+	}
 	res.Violations = Check(ev)
 	res.Duration = time.Since(start)
 	return res, nil
@@ -146,6 +163,16 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	sweepCtx, stopSweeps := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); c.sweeper(sweepCtx) }()
+	// The stream entry point runs through the campaign and the quiet
+	// phase, racing the sweeps as a second reconciler instance would.
+	streamCtx, stopStream := context.WithCancel(ctx)
+	streamDone := make(chan struct{})
+	if c.cfg.Stream {
+		go func() { defer close(streamDone); c.streamer(streamCtx) }()
+	} else {
+		close(streamDone)
+	}
+	defer func() { stopStream(); <-streamDone }()
 
 	work := make(chan plan)
 	var wg sync.WaitGroup
@@ -178,6 +205,8 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 		all = append(all, h)
 	}
 	sweeps, err := c.quiesce(ctx, all)
+	stopStream()
+	<-streamDone
 	if err != nil {
 		return nil, cellEvidence{}, sweeps, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/streampoll"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
@@ -52,6 +53,13 @@ type cell struct {
 	replicas []*replica
 	recon    *process
 	observer *store.Store // fault-free reads for the history and the checker
+
+	// The stream entry point (Config.Stream): its own reconciler process
+	// and the event source mapping's settings.
+	streamRecon *process
+	trigger     streampoll.Trigger
+	streamStats streamStats
+	streamErr   atomic.Value // string: why the stream entry point stopped
 }
 
 // process is one replica or reconciler: an App over a store whose HTTP
@@ -83,8 +91,8 @@ func (c *cell) now(skew time.Duration) time.Time {
 // simClock is the simulators' clock: the cell's time without skew.
 func (c *cell) simClock() time.Time { return c.now(0) }
 
-func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoint, issuerURL, jwksURL string) (*cell, error) {
-	c := &cell{idx: idx, cfg: cfg, rec: rec, endpoint: endpoint,
+func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
+	c := &cell{idx: idx, cfg: cfg, rec: rec, endpoint: endpoint, trigger: trigger,
 		table: fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed&0xffffff, idx, time.Now().UnixNano()%1e6)}
 	c.risk = riskapi.New(riskapi.Config{APIKey: stack.RiskAPIKey, Clock: c.simClock, HoldLimit: 5 * time.Second})
 	c.release = releaseapi.New(releaseapi.Config{APIKey: stack.ReleaseAPIKey, Clock: c.simClock,
@@ -117,6 +125,7 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 		"INTENTGATE_BUDGET_STORE":          cfg.BudgetStore.String(),
 		"INTENTGATE_BUDGET_DOWNSTREAM":     cfg.BudgetDownstream.String(),
 		"INTENTGATE_BUDGET_RESERVE":        cfg.BudgetReserve.String(),
+		"INTENTGATE_CLOCK_SKEW_BOUND":      cfg.SkewBound.String(),
 	}
 	if c.appCfg, err = app.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return nil, fmt.Errorf("chaos: cell %d: %w", idx, err)
@@ -146,6 +155,11 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 	}
 	if c.recon, err = c.newProcess(ctx, "reconciler", skews[cfg.Replicas]); err != nil {
 		return nil, err
+	}
+	if cfg.Stream {
+		if c.streamRecon, err = c.newProcess(ctx, "stream-reconciler", skews[cfg.Replicas+1]); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -260,6 +274,9 @@ func (c *cell) setFaults(on bool) {
 		}
 	}
 	c.recon.faults.SetEnabled(on)
+	if c.streamRecon != nil {
+		c.streamRecon.faults.SetEnabled(on)
+	}
 }
 
 func (c *cell) reconciler() (*reconcile.Service, error) {
@@ -285,8 +302,10 @@ func (c *cell) stop(ctx context.Context) {
 	for _, r := range c.replicas {
 		c.stopReplicaQuietly(r)
 	}
-	if c.recon != nil {
-		_ = c.recon.app.Close(ctx)
+	for _, p := range []*process{c.recon, c.streamRecon} {
+		if p != nil {
+			_ = p.app.Close(ctx)
+		}
 	}
 	if c.observer != nil && !c.cfg.KeepTables {
 		if err := c.observer.DeleteTable(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -33,6 +33,11 @@ func PrintSummary(w io.Writer, res Result) {
 	line("tool calls (answered)", fmt.Sprintf("%d (%d)", len(ev.History.Calls), answered))
 	line("operations stored", stored)
 	line("quiet-phase sweeps per cell", res.QuietSweeps)
+	line("stream entry point: batches (failed)", fmt.Sprintf("%d (%d)", res.Stream.Batches, res.Stream.FailedBatches))
+	line("stream entry point: records (failed)", fmt.Sprintf("%d (%d)", res.Stream.Records, res.Stream.FailedRecords))
+	for _, s := range res.Stream.Stopped {
+		line("stream entry point stopped", s)
+	}
 
 	fmt.Fprintln(w, "faults injected by kind")
 	faults := map[string]int{}
