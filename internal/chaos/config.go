@@ -62,8 +62,8 @@ type Config struct {
 	// INTENTGATE_CLOCK_SKEW_BOUND (0: no skew).
 	Skew            time.Duration
 	SkewBound       time.Duration
-	TenantSharedIDs bool          // the two tenants of one client reuse each other's operation_ids
-	LateCommits     bool          // the Release API's late-commit modes join its create faults
+	TenantSharedIDs bool // the two tenants of one client reuse each other's operation_ids
+	LateCommits     bool // the Release API's late-commit modes join its create faults
 	// Stream drives the reconciler's stream entry point too: a local event
 	// source mapping (internal/streampoll) per cell hands the table's
 	// stream to reconcile.Service.HandleStream, beside the sweep.
@@ -106,7 +106,7 @@ func Default() Config {
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
 		SweepEvery: 3 * time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
-		Skew: 5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
+		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
 		LateCommits: true, Stream: true, StreamIdleWait: defaultStreamIdleWait,
 	}
 }
