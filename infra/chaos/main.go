@@ -57,6 +57,7 @@ func run() int {
 	flag.DurationVar(&cfg.SkewBound, "skew-bound", cfg.SkewBound, "INTENTGATE_CLOCK_SKEW_BOUND of every process")
 	flag.BoolVar(&cfg.TenantSharedIDs, "tenant-shared-ids", cfg.TenantSharedIDs, "tenants of one client reuse each other's operation_ids")
 	flag.BoolVar(&cfg.LateCommits, "late-commits", cfg.LateCommits, "the Release API's late-commit modes (within and beyond the commit deadline) join its create faults")
+	flag.DurationVar(&cfg.LateCommitOverrun, "late-commit-overrun", cfg.LateCommitOverrun, "how far past its commit deadline commit_late_beyond_deadline commits")
 	flag.BoolVar(&cfg.Stream, "stream", cfg.Stream, "drive the reconciler's stream entry point too (a local event source mapping per cell)")
 	flag.DurationVar(&cfg.StreamIdleWait, "stream-idle-wait", cfg.StreamIdleWait, "the stream poller's pause after an empty read")
 	flag.IntVar(&show, "show", 5, "violations printed with their history")

@@ -31,6 +31,9 @@ type Result struct {
 	Duration    time.Duration
 	QuietSweeps []int
 	Stream      StreamCounts
+	// Provider counts what the simulators report beyond effects (late
+	// commits queued, creates refused past their deadline), summed.
+	Provider map[string]int
 	Evidence    Evidence
 	Violations  []Violation
 }
@@ -93,7 +96,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	fmt.Fprintf(cfg.Progress, "chaos: seed %d: %d operations on %d cells x %d replicas, started in %s\n",
 		cfg.Seed, cfg.Ops, cfg.Cells, cfg.Replicas, time.Since(start).Round(time.Millisecond))
 
-	res := Result{Seed: cfg.Seed, Ops: cfg.Ops, QuietSweeps: make([]int, cfg.Cells)}
+	res := Result{Seed: cfg.Seed, Ops: cfg.Ops, QuietSweeps: make([]int, cfg.Cells), Provider: map[string]int{}}
 	var records [][]OpRecord = make([][]OpRecord, cfg.Cells)
 	evidence := make([]cellEvidence, cfg.Cells)
 	errs := make([]error, cfg.Cells)
@@ -131,6 +134,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Evidence = ev
 	for _, c := range cells {
+		st := c.release.Stats()
+		res.Provider["release: late commits queued"] += st.LateCommitsScheduled
+		res.Provider["release: creates refused past their commit deadline"] += st.CreatesPastDeadline
+		res.Provider["release: tickets committed"] += st.TicketsCommitted
 		res.Stream.Batches += c.streamStats.batches.Load()
 		res.Stream.Records += c.streamStats.records.Load()
 		res.Stream.FailedRecords += c.streamStats.failedRecords.Load()

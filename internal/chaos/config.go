@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"time"
+
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 )
 
 // ResourceURL is the audience every token of a campaign is minted for.
@@ -64,6 +66,9 @@ type Config struct {
 	SkewBound       time.Duration
 	TenantSharedIDs bool // the two tenants of one client reuse each other's operation_ids
 	LateCommits     bool // the Release API's late-commit modes join its create faults
+	// LateCommitOverrun is how far past its commit deadline the broken
+	// promise (commit_late_beyond_deadline) commits.
+	LateCommitOverrun time.Duration
 	// Stream drives the reconciler's stream entry point too: a local event
 	// source mapping (internal/streampoll) per cell hands the table's
 	// stream to reconcile.Service.HandleStream, beside the sweep.
@@ -107,7 +112,7 @@ func Default() Config {
 		SweepEvery: 3 * time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
 		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
-		LateCommits: true, Stream: true, StreamIdleWait: defaultStreamIdleWait,
+		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: defaultStreamIdleWait,
 	}
 }
 
@@ -138,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Skew < 0 || 2*c.Skew > c.SkewBound {
 		errs = append(errs, fmt.Errorf("skew must be 0 to half the skew bound (%s: two clocks then differ by at most the bound), got %s", c.SkewBound, c.Skew))
+	}
+	if c.LateCommitOverrun <= 0 {
+		errs = append(errs, errors.New("late-commit-overrun must be positive"))
 	}
 	if c.Stream && c.StreamIdleWait <= 0 {
 		errs = append(errs, errors.New("stream-idle-wait must be positive"))

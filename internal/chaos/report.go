@@ -39,6 +39,9 @@ func PrintSummary(w io.Writer, res Result) {
 		line("stream entry point stopped", s)
 	}
 
+	for _, k := range sortedKeys(res.Provider) {
+		line(k, res.Provider[k])
+	}
 	fmt.Fprintln(w, "faults injected by kind")
 	faults := map[string]int{}
 	for _, f := range ev.History.Faults {

@@ -129,6 +129,7 @@ func (c *cell) armProviderFault(p plan) {
 		return
 	}
 	parts := strings.Split(p.provFault, ":")
+	overrun := int(c.cfg.LateCommitOverrun / time.Millisecond)
 	var err error
 	switch {
 	case p.tool == toolRisk && len(parts) == 3:
@@ -138,11 +139,11 @@ func (c *cell) armProviderFault(p plan) {
 	case p.tool == toolRisk:
 		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
 	case len(parts) == 3:
-		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 2:
-		err = c.release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	default:
-		err = c.release.SetFaults(releaseapi.Faults{LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{LatencyMS: latency, LateCommitOverrunMS: overrun})
 	}
 	if err != nil {
 		fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: arm %s: %v\n", c.idx, p.provFault, err)
@@ -198,7 +199,8 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, error) {
 	if err := c.risk.SetFaults(riskapi.Faults{}); err != nil {
 		return 0, fmt.Errorf("chaos: clear risk faults: %w", err)
 	}
-	if err := c.release.SetFaults(releaseapi.Faults{}); err != nil {
+	// Late commits already queued still come: the provider has them.
+	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond)}); err != nil {
 		return 0, fmt.Errorf("chaos: clear release faults: %w", err)
 	}
 	for _, r := range c.replicas {
