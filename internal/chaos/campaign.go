@@ -34,8 +34,11 @@ type Result struct {
 	// Provider counts what the simulators report beyond effects (late
 	// commits queued, creates refused past their deadline), summed.
 	Provider map[string]int
-	Evidence    Evidence
-	Violations  []Violation
+	// Engine is every request the campaign sent its engines, by sender
+	// and action, with its wall time.
+	Engine     map[string]EngineLoad
+	Evidence   Evidence
+	Violations []Violation
 }
 
 // Run runs a campaign. An error means the campaign could not run; broken
@@ -52,6 +55,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	start := time.Now()
 	rec := NewRecorder()
+	meter := newEngineMeter()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}()
 	for i := range cells {
-		if cells[i], err = startCell(ctx, i, &cfg, rec, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL(), trigger); err != nil {
+		if cells[i], err = startCell(ctx, i, &cfg, rec, meter, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL(), trigger); err != nil {
 			return Result{}, err
 		}
 	}
@@ -147,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Violations = Check(ev)
+	res.Engine = meter.snapshot()
 	res.Duration = time.Since(start)
 	return res, nil
 }

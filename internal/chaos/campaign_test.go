@@ -123,7 +123,7 @@ func storeWithFaults(ctx context.Context, t *testing.T, rates StoreFaultRates) (
 	c := &cell{endpoint: engine.Endpoint()}
 	c.appCfg.Region = "us-east-1"
 	var faults *StoreFaults
-	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
+	db, err := c.dynamo(ctx, "test", func(next dynamoHTTPClient) dynamoHTTPClient {
 		faults = NewStoreFaults(next, 1, rates, rec, 0, "test")
 		return faults
 	})

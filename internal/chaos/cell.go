@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type cell struct {
 	trigger     streampoll.Trigger
 	streamStats streamStats
 	streamErr   atomic.Value // string: why the stream entry point stopped
+	meter       *engineMeter // requests to the engine, shared by the cells
 }
 
 // process is one replica or reconciler: an App over a store whose HTTP
@@ -91,8 +93,8 @@ func (c *cell) now(skew time.Duration) time.Time {
 // simClock is the simulators' clock: the cell's time without skew.
 func (c *cell) simClock() time.Time { return c.now(0) }
 
-func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
-	c := &cell{idx: idx, cfg: cfg, rec: rec, endpoint: endpoint, trigger: trigger,
+func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *engineMeter, endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
+	c := &cell{idx: idx, cfg: cfg, rec: rec, meter: meter, endpoint: endpoint, trigger: trigger,
 		table: fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed&0xffffff, idx, time.Now().UnixNano()%1e6)}
 	c.risk = riskapi.New(riskapi.Config{APIKey: stack.RiskAPIKey, Clock: c.simClock, HoldLimit: 5 * time.Second})
 	c.release = releaseapi.New(releaseapi.Config{APIKey: stack.ReleaseAPIKey, Clock: c.simClock,
@@ -126,11 +128,12 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 		"INTENTGATE_BUDGET_DOWNSTREAM":     cfg.BudgetDownstream.String(),
 		"INTENTGATE_BUDGET_RESERVE":        cfg.BudgetReserve.String(),
 		"INTENTGATE_CLOCK_SKEW_BOUND":      cfg.SkewBound.String(),
+		"INTENTGATE_DUE_SHARDS":            fmt.Sprint(cfg.DueShards),
 	}
 	if c.appCfg, err = app.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return nil, fmt.Errorf("chaos: cell %d: %w", idx, err)
 	}
-	db, err := c.dynamo(ctx, nil)
+	db, err := c.dynamo(ctx, "campaign", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +169,7 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 
 // dynamo builds the SDK client of one process; faults, when given, sit in
 // its HTTP transport.
-func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTTPClient) (*dynamodb.Client, error) {
+func (c *cell) dynamo(ctx context.Context, role string, wrap func(dynamoHTTPClient) dynamoHTTPClient) (*dynamodb.Client, error) {
 	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(c.appCfg.Region),
 		config.WithCredentialsProvider(aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("local", "local", ""))))
 	if err != nil {
@@ -176,6 +179,9 @@ func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTT
 		o.BaseEndpoint = aws.String(c.endpoint)
 		o.Logger = logging.Nop{} // injected faults make the SDK warn on every withheld body
 		next := store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		if c.meter != nil {
+			next = c.meter.wrap(role, next)
+		}
 		if wrap != nil {
 			next = wrap(next)
 		}
@@ -186,7 +192,7 @@ func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTT
 func (c *cell) newProcess(ctx context.Context, who string, skew time.Duration) (*process, error) {
 	p := &process{skew: skew}
 	seed := c.cfg.Seed ^ uint64(c.idx)<<32 ^ hash(who)
-	db, err := c.dynamo(ctx, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
+	db, err := c.dynamo(ctx, strings.TrimRight(who, "-.0123456789"), func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
 		p.faults = NewStoreFaults(next, seed, c.cfg.StoreFaults, c.rec, c.idx, who)
 		return p.faults
 	})

@@ -87,9 +87,13 @@ type Config struct {
 	RiskSettleWindow   time.Duration
 	ReleaseSearchLag   time.Duration
 	SweepEvery         time.Duration // reconciler sweep period during the campaign
-	QuietStep          time.Duration // clock advance per quiet-phase sweep
-	MaxQuietSweeps     int           // bound of the fixed-point loop
-	OverloadSlack      time.Duration // an OVERLOADED answer must come within MaxQueueWait + this
+	// DueShards is INTENTGATE_DUE_SHARDS. The local engine answers an index
+	// query by reading the whole table, so a sweep costs one table read
+	// per shard while every writer waits; one shard on one machine.
+	DueShards      int
+	QuietStep      time.Duration // clock advance per quiet-phase sweep
+	MaxQuietSweeps int           // bound of the fixed-point loop
+	OverloadSlack  time.Duration // an OVERLOADED answer must come within MaxQueueWait + this
 
 	KeepTables bool
 	Log        io.Writer // replicas' audit records and logs (default: discarded)
@@ -109,7 +113,7 @@ func Default() Config {
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
 		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
-		SweepEvery: 3 * time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
+		SweepEvery: 3 * time.Second, DueShards: 1, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
 		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
 		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: defaultStreamIdleWait,
@@ -138,8 +142,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be a probability in [0,1], got %v", name, p))
 		}
 	}
-	if c.CommitPool < 1 || c.BurstSize < 1 || c.MaxQuietSweeps < 1 {
-		errs = append(errs, errors.New("commit-pool, burst-size and max-quiet-sweeps must be positive"))
+	if c.CommitPool < 1 || c.BurstSize < 1 || c.MaxQuietSweeps < 1 || c.DueShards < 1 {
+		errs = append(errs, errors.New("commit-pool, burst-size, max-quiet-sweeps and due-shards must be positive"))
 	}
 	if c.Skew < 0 || 2*c.Skew > c.SkewBound {
 		errs = append(errs, fmt.Errorf("skew must be 0 to half the skew bound (%s: two clocks then differ by at most the bound), got %s", c.SkewBound, c.Skew))

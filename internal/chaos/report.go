@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
 )
@@ -41,6 +42,15 @@ func PrintSummary(w io.Writer, res Result) {
 
 	for _, k := range sortedKeys(res.Provider) {
 		line(k, res.Provider[k])
+	}
+	fmt.Fprintln(w, "engine requests by sender and action (count, mean wall time, share of all engine wall time)")
+	var engineTotal time.Duration
+	for _, l := range res.Engine {
+		engineTotal += l.Total
+	}
+	for _, k := range sortedKeys(res.Engine) {
+		l := res.Engine[k]
+		line(k, fmt.Sprintf("%d, %s, %.0f%%", l.Requests, (l.Total/time.Duration(l.Requests)).Round(time.Millisecond), 100*float64(l.Total)/float64(max(engineTotal, 1))))
 	}
 	fmt.Fprintln(w, "faults injected by kind")
 	faults := map[string]int{}

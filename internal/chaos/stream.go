@@ -62,7 +62,7 @@ func (c *cell) runStream(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chaos: stream reconciler: %w", err)
 	}
-	db, err := c.dynamo(ctx, nil)
+	db, err := c.dynamo(ctx, "stream", nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,11 @@ func (c *cell) streamsClient(ctx context.Context) (*dynamodbstreams.Client, erro
 	}
 	return dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(c.endpoint)
-		o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		next := store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		if c.meter != nil {
+			next = c.meter.wrap("stream", next)
+		}
+		o.HTTPClient = next
 	}), nil
 }
 
