@@ -96,6 +96,7 @@ func run() int {
 		return 2
 	}
 	chaos.PrintSummary(os.Stdout, res)
+	printCPU(res.Ops, res.Duration)
 	chaos.PrintViolations(os.Stdout, res, show)
 	if len(res.Violations) > 0 {
 		fmt.Printf("chaos: %d invariant violations; replay: make chaos SEED=%d OPS=%d\n", len(res.Violations), res.Seed, res.Ops)

@@ -212,11 +212,19 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	advance := true
 	for i := 1; i <= c.cfg.MaxQuietSweeps; i++ {
-		c.offset.Add(int64(c.cfg.QuietStep))
+		// Time moves only after a sweep that ran: a sweep the engine was
+		// too slow for is retried at the same instant, so the clocks never
+		// outrun a reconciler that could not look (they would carry
+		// operations past their maximum age unprobed).
+		if advance {
+			c.offset.Add(int64(c.cfg.QuietStep))
+		}
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		rep, err := svc.Sweep(sctx)
 		cancel()
+		advance = err == nil
 		if err != nil {
 			// A slow engine read ends a sweep; the next one takes over.
 			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet sweep %d: %v\n", c.idx, i, err)

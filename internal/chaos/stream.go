@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -128,7 +127,3 @@ func (s *streamStats) count(h streampoll.Handler) streampoll.Handler {
 		return resp, err
 	}
 }
-
-// defaultStreamIdleWait is the poller's pause after an empty read: Lambda
-// polls a shard about four times a second.
-const defaultStreamIdleWait = 250 * time.Millisecond
