@@ -92,8 +92,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}()
+	quietTurns := map[string]*sync.Mutex{}
+	for _, e := range cfg.Engines {
+		if quietTurns[e] == nil {
+			quietTurns[e] = &sync.Mutex{}
+		}
+	}
 	for i := range cells {
-		if cells[i], err = startCell(ctx, i, &cfg, rec, meter, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL(), trigger); err != nil {
+		engine := cfg.Engines[i%len(cfg.Engines)]
+		if cells[i], err = startCell(ctx, i, &cfg, rec, meter, quietTurns[engine], engine, iss.URL(), iss.JWKSURL(), trigger); err != nil {
 			return Result{}, err
 		}
 	}

@@ -62,6 +62,7 @@ type cell struct {
 	streamStats streamStats
 	streamErr   atomic.Value // string: why the stream entry point stopped
 	meter       *engineMeter // requests to the engine, shared by the cells
+	quietTurn   *sync.Mutex  // shared by the cells of one engine: one quiet sweep at a time
 }
 
 // process is one replica or reconciler: an App over a store whose HTTP
@@ -93,8 +94,9 @@ func (c *cell) now(skew time.Duration) time.Time {
 // simClock is the simulators' clock: the cell's time without skew.
 func (c *cell) simClock() time.Time { return c.now(0) }
 
-func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *engineMeter, endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
-	c := &cell{idx: idx, cfg: cfg, rec: rec, meter: meter, endpoint: endpoint, trigger: trigger,
+func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *engineMeter, quietTurn *sync.Mutex,
+	endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
+	c := &cell{idx: idx, cfg: cfg, rec: rec, meter: meter, quietTurn: quietTurn, endpoint: endpoint, trigger: trigger,
 		table: fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed&0xffffff, idx, time.Now().UnixNano()%1e6)}
 	c.risk = riskapi.New(riskapi.Config{APIKey: stack.RiskAPIKey, Clock: c.simClock, HoldLimit: 5 * time.Second})
 	c.release = releaseapi.New(releaseapi.Config{APIKey: stack.ReleaseAPIKey, Clock: c.simClock,
@@ -314,7 +316,11 @@ func (c *cell) stop(ctx context.Context) {
 		}
 	}
 	if c.observer != nil && !c.cfg.KeepTables {
-		if err := c.observer.DeleteTable(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		// Bounded: an interrupted campaign on an overloaded engine must
+		// still exit (the engine process goes with it anyway).
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := c.observer.DeleteTable(dctx); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(c.cfg.Log, "chaos: cell %d: delete table: %v\n", c.idx, err)
 		}
 	}

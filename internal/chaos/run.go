@@ -226,9 +226,15 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, opReads, err
 		if advance {
 			c.offset.Add(int64(c.cfg.QuietStep))
 		}
+		// One quiet sweep per engine at a time: the engine answers one
+		// request at a time, and index queries of several cells queued
+		// behind each other all run out of their store budget together
+		// (and a cancelled query still costs the engine its whole read).
+		c.quietTurn.Lock()
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		rep, err := svc.Sweep(sctx)
 		cancel()
+		c.quietTurn.Unlock()
 		advance = err == nil
 		if err != nil {
 			// A slow engine read ends a sweep; the next one takes over.
