@@ -53,10 +53,15 @@ func run() int {
 	flag.Float64Var(&cfg.StoreFaults.Throttle, "store-throttle", cfg.StoreFaults.Throttle, "P(per store request: throttled)")
 	flag.Float64Var(&cfg.StoreFaults.Error5xx, "store-5xx", cfg.StoreFaults.Error5xx, "P(per store request: 500)")
 	flag.Float64Var(&cfg.StoreFaults.Timeout, "store-timeout", cfg.StoreFaults.Timeout, "P(per store write: applied, answer held past the deadline)")
-	flag.DurationVar(&cfg.Skew, "skew", cfg.Skew, "per-process clock skew bound (0: off; a hole being closed)")
-	flag.BoolVar(&cfg.TenantSharedIDs, "tenant-shared-ids", cfg.TenantSharedIDs, "tenants of one client reuse each other's operation_ids (off; a hole being closed)")
-	flag.BoolVar(&cfg.LateCommits, "late-commits", cfg.LateCommits, "simulator late-commit modes (not in this build)")
-	flag.BoolVar(&cfg.Stream, "stream", cfg.Stream, "drive the reconciler from the table's stream (the local engine cannot)")
+	flag.DurationVar(&cfg.Skew, "skew", cfg.Skew, "per-process clock skew, ±; at most half of -skew-bound (0: off)")
+	flag.DurationVar(&cfg.SkewBound, "skew-bound", cfg.SkewBound, "INTENTGATE_CLOCK_SKEW_BOUND of every process")
+	flag.BoolVar(&cfg.TenantSharedIDs, "tenant-shared-ids", cfg.TenantSharedIDs, "tenants of one client reuse each other's operation_ids")
+	flag.BoolVar(&cfg.LateCommits, "late-commits", cfg.LateCommits, "the Release API's late-commit modes (within and beyond the commit deadline) join its create faults")
+	flag.DurationVar(&cfg.LateCommitOverrun, "late-commit-overrun", cfg.LateCommitOverrun, "how far past its commit deadline commit_late_beyond_deadline commits")
+	flag.BoolVar(&cfg.Stream, "stream", cfg.Stream, "drive the reconciler's stream entry point too (a local event source mapping per cell)")
+	flag.DurationVar(&cfg.StreamIdleWait, "stream-idle-wait", cfg.StreamIdleWait, "the stream poller's pause after an empty read")
+	flag.IntVar(&cfg.DueShards, "due-shards", cfg.DueShards, "INTENTGATE_DUE_SHARDS (the local engine reads the whole table per shard query)")
+	flag.DurationVar(&cfg.SweepEvery, "sweep-every", cfg.SweepEvery, "reconciler sweep period during the campaign")
 	flag.IntVar(&show, "show", 5, "violations printed with their history")
 	flag.BoolVar(&verbose, "v", false, "progress lines")
 	flag.Parse()
@@ -91,6 +96,7 @@ func run() int {
 		return 2
 	}
 	chaos.PrintSummary(os.Stdout, res)
+	printCPU(res.Ops, res.Duration)
 	chaos.PrintViolations(os.Stdout, res, show)
 	if len(res.Violations) > 0 {
 		fmt.Printf("chaos: %d invariant violations; replay: make chaos SEED=%d OPS=%d\n", len(res.Violations), res.Seed, res.Ops)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,10 @@ var (
 		riskapi.CreateError500BeforeCommit, riskapi.CreateError500AfterCommit, riskapi.CreateReject}
 	riskLookupModes    = []riskapi.LookupMode{riskapi.LookupTimeout, riskapi.LookupError500}
 	releaseCreateModes = []releaseapi.CreateMode{releaseapi.CreateDropResponseAfterCommit, releaseapi.CreateTimeoutBeforeCommit, releaseapi.CreateError500BeforeCommit, releaseapi.CreateDuplicateThenDrop, releaseapi.CreateError500AfterCommit, releaseapi.CreateReject}
+	// releaseLateModes commit a create after its caller gave up: at the
+	// commit deadline (the promise kept) or past it (the promise broken,
+	// which the duplicate audit must turn into an incident).
+	releaseLateModes   = []releaseapi.CreateMode{releaseapi.CreateCommitLateWithinDeadline, releaseapi.CreateCommitLateBeyondDeadline}
 	releaseSearchModes = []releaseapi.SearchMode{releaseapi.SearchHide, releaseapi.SearchTimeout}
 	ticketServices     = []string{"payments-api", "orders-api"}
 	ticketEnvironments = []string{"production-eu", "staging"}
@@ -88,6 +93,10 @@ var (
 func makePlans(cfg *Config, cell, n int) []plan {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(cell)))
 	plans := make([]plan, n)
+	ticketModes := releaseCreateModes
+	if cfg.LateCommits {
+		ticketModes = append(slices.Clone(ticketModes), releaseLateModes...)
+	}
 	pick := func(p float64) bool { return rng.Float64() < p }
 	for i := range plans {
 		p := plan{idx: i, churn: -1, burst: -1, opID: fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed, cell, i)}
@@ -103,7 +112,7 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				if rng.IntN(4) == 0 {
 					p.provFault = "release:search:" + string(releaseSearchModes[rng.IntN(len(releaseSearchModes))])
 				} else {
-					p.provFault = "release:" + string(releaseCreateModes[rng.IntN(len(releaseCreateModes))])
+					p.provFault = "release:" + string(ticketModes[rng.IntN(len(ticketModes))])
 				}
 			}
 		} else {

@@ -21,6 +21,7 @@ import (
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/streampoll"
 )
 
 // Result is what a campaign found.
@@ -29,8 +30,15 @@ type Result struct {
 	Ops         int
 	Duration    time.Duration
 	QuietSweeps []int
-	Evidence    Evidence
-	Violations  []Violation
+	Stream      StreamCounts
+	// Provider counts what the simulators report beyond effects (late
+	// commits queued, creates refused past their deadline), summed.
+	Provider map[string]int
+	// Engine is every request the campaign sent its engines, by sender
+	// and action, with its wall time.
+	Engine     map[string]EngineLoad
+	Evidence   Evidence
+	Violations []Violation
 }
 
 // Run runs a campaign. An error means the campaign could not run; broken
@@ -47,6 +55,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	start := time.Now()
 	rec := NewRecorder()
+	meter := newEngineMeter()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,6 +78,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		tokens[p.Name] = tok
 	}
 
+	var trigger streampoll.Trigger
+	if cfg.Stream {
+		if trigger, err = streamTrigger(); err != nil {
+			return Result{}, err
+		}
+	}
 	cells := make([]*cell, cfg.Cells)
 	defer func() {
 		for _, c := range cells {
@@ -77,15 +92,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}()
+	quietTurns := map[string]*sync.Mutex{}
+	for _, e := range cfg.Engines {
+		if quietTurns[e] == nil {
+			quietTurns[e] = &sync.Mutex{}
+		}
+	}
 	for i := range cells {
-		if cells[i], err = startCell(ctx, i, &cfg, rec, cfg.Engines[i%len(cfg.Engines)], iss.URL(), iss.JWKSURL()); err != nil {
+		engine := cfg.Engines[i%len(cfg.Engines)]
+		if cells[i], err = startCell(ctx, i, &cfg, rec, meter, quietTurns[engine], engine, iss.URL(), iss.JWKSURL(), trigger); err != nil {
 			return Result{}, err
 		}
 	}
 	fmt.Fprintf(cfg.Progress, "chaos: seed %d: %d operations on %d cells x %d replicas, started in %s\n",
 		cfg.Seed, cfg.Ops, cfg.Cells, cfg.Replicas, time.Since(start).Round(time.Millisecond))
 
-	res := Result{Seed: cfg.Seed, Ops: cfg.Ops, QuietSweeps: make([]int, cfg.Cells)}
+	res := Result{Seed: cfg.Seed, Ops: cfg.Ops, QuietSweeps: make([]int, cfg.Cells), Provider: map[string]int{}}
 	var records [][]OpRecord = make([][]OpRecord, cfg.Cells)
 	evidence := make([]cellEvidence, cfg.Cells)
 	errs := make([]error, cfg.Cells)
@@ -122,7 +144,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Evidence = ev
+	for _, c := range cells {
+		st := c.release.Stats()
+		res.Provider["release: late commits queued"] += st.LateCommitsScheduled
+		res.Provider["release: creates refused past their commit deadline"] += st.CreatesPastDeadline
+		res.Provider["release: tickets committed"] += st.TicketsCommitted
+		res.Stream.Batches += c.streamStats.batches.Load()
+		res.Stream.Records += c.streamStats.records.Load()
+		res.Stream.FailedRecords += c.streamStats.failedRecords.Load()
+		res.Stream.FailedBatches += c.streamStats.failedBatches.Load()
+		if why, _ := c.streamErr.Load().(string); why != "" {
+			res.Stream.Stopped = append(res.Stream.Stopped, fmt.Sprintf("cell %d: %s", c.idx, why))
+		}
+	}
 	res.Violations = Check(ev)
+	res.Engine = meter.snapshot()
 	res.Duration = time.Since(start)
 	return res, nil
 }
@@ -146,6 +182,16 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	sweepCtx, stopSweeps := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); c.sweeper(sweepCtx) }()
+	// The stream entry point runs through the campaign and the quiet
+	// phase, racing the sweeps as a second reconciler instance would.
+	streamCtx, stopStream := context.WithCancel(ctx)
+	streamDone := make(chan struct{})
+	if c.cfg.Stream {
+		go func() { defer close(streamDone); c.streamer(streamCtx) }()
+	} else {
+		close(streamDone)
+	}
+	defer func() { stopStream(); <-streamDone }()
 
 	work := make(chan plan)
 	var wg sync.WaitGroup
@@ -177,28 +223,33 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	for h := range handles.m {
 		all = append(all, h)
 	}
-	sweeps, err := c.quiesce(ctx, all)
+	sweeps, reads, err := c.quiesce(ctx, all)
+	stopStream()
+	<-streamDone
+	if err == nil && reads == nil {
+		// No fixed point: the checker judges the table as it is now.
+		reads, err = c.readAll(ctx, all)
+	}
 	if err != nil {
 		return nil, cellEvidence{}, sweeps, err
 	}
 	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet after %d sweeps at %s; operator\n", c.idx, sweeps, time.Now().Format("15:04:05"))
-	if err := ag.operator(ctx, all, func(op operation.Operation) ([]string, error) { return c.effectsOf(ctx, op) }); err != nil {
+	if err := ag.operator(ctx, reads, func(op operation.Operation) ([]string, error) { return c.effectsOf(ctx, op) }); err != nil {
 		return nil, cellEvidence{}, sweeps, err
 	}
-	records, ce, err := c.gather(ctx, handles)
+	records, ce, err := c.gather(ctx, handles, reads)
 	return records, ce, sweeps, err
 }
 
-// gather reads every known operation's final state and the providers'
-// records.
-func (c *cell) gather(ctx context.Context, handles *handleSet) ([]OpRecord, cellEvidence, error) {
+// gather takes every known operation's final state (the reads of the
+// quiet phase, updated by the operator) and reads the providers' records.
+func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([]OpRecord, cellEvidence, error) {
 	ce := cellEvidence{byKey: map[string][]string{}, riskByHandle: map[string][]string{}, maxInFlight: map[string]int{}}
 	var out []OpRecord
 	for h, p := range handles.m {
 		r := OpRecord{Cell: c.idx, Handle: h, Persona: p.persona.Name, Tenant: p.persona.Merchant, ClientID: p.persona.ClientID,
 			Tool: p.tool, OperationID: p.opID, EffectKey: effectKey(p.tool, p.args)}
-		op, err := c.observer.Get(ctx, h)
-		if err == nil {
+		if op, ok := reads[h]; ok {
 			r.Final = &op
 			r.EffectKey = effectKey(p.tool, anyMap(op.Target))
 			if p.tool == toolRisk {

@@ -23,8 +23,8 @@ func TestMain(m *testing.M) {
 }
 
 // shortCampaign is half of the campaign `make test` runs: 150 operations
-// under a fixed seed and 150 under a fresh one, 300 in all. Fault modes
-// that hit holes still being closed stay off (docs/chaos.md).
+// under a fixed seed and 150 under a fresh one, 300 in all, with every
+// fault mode and both reconciler entry points on (the defaults).
 func shortCampaign(seed uint64) Config {
 	cfg := Default()
 	cfg.Seed, cfg.Ops, cfg.Cells, cfg.Workers = seed, 150, 2, 2
@@ -32,7 +32,7 @@ func shortCampaign(seed uint64) Config {
 	return cfg
 }
 
-func runCampaign(t *testing.T, cfg Config) {
+func runCampaign(t *testing.T, cfg Config) Result {
 	t.Helper()
 	t.Logf("chaos seed %d (replay: make chaos SEED=%d OPS=%d)", cfg.Seed, cfg.Seed, cfg.Ops)
 	res, err := Run(context.Background(), cfg)
@@ -43,11 +43,20 @@ func runCampaign(t *testing.T, cfg Config) {
 	t.Log("\n" + out.String())
 	require.Empty(t, res.Violations, "seed %d broke an invariant; replay with make chaos SEED=%d OPS=%d", cfg.Seed, cfg.Seed, cfg.Ops)
 	require.Equal(t, cfg.Ops, res.Ops)
+	require.Empty(t, res.Stream.Stopped, "the stream entry point must run to the end")
+	require.Positive(t, res.Stream.Records, "the reconciler's stream entry point handled no record")
+	return res
 }
 
 func TestShortCampaignFixedSeedKeepsEveryInvariant(t *testing.T) {
 	t.Parallel()
-	runCampaign(t, shortCampaign(20261201))
+	res := runCampaign(t, shortCampaign(20261201))
+	armed := map[string]bool{}
+	for _, f := range res.Evidence.History.Faults {
+		armed[f.Kind] = true
+	}
+	// The seed's plan arms both late-commit modes of the Release API.
+	require.True(t, armed["release:commit_late_within_deadline"] && armed["release:commit_late_beyond_deadline"], "faults armed: %v", armed)
 }
 
 func TestShortCampaignFreshSeedKeepsEveryInvariant(t *testing.T) {
@@ -123,7 +132,7 @@ func storeWithFaults(ctx context.Context, t *testing.T, rates StoreFaultRates) (
 	c := &cell{endpoint: engine.Endpoint()}
 	c.appCfg.Region = "us-east-1"
 	var faults *StoreFaults
-	db, err := c.dynamo(ctx, func(next dynamoHTTPClient) dynamoHTTPClient {
+	db, err := c.dynamo(ctx, "test", func(next dynamoHTTPClient) dynamoHTTPClient {
 		faults = NewStoreFaults(next, 1, rates, rec, 0, "test")
 		return faults
 	})

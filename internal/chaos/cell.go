@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/streampoll"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
@@ -52,6 +54,15 @@ type cell struct {
 	replicas []*replica
 	recon    *process
 	observer *store.Store // fault-free reads for the history and the checker
+
+	// The stream entry point (Config.Stream): its own reconciler process
+	// and the event source mapping's settings.
+	streamRecon *process
+	trigger     streampoll.Trigger
+	streamStats streamStats
+	streamErr   atomic.Value // string: why the stream entry point stopped
+	meter       *engineMeter // requests to the engine, shared by the cells
+	quietTurn   *sync.Mutex  // shared by the cells of one engine: one quiet sweep at a time
 }
 
 // process is one replica or reconciler: an App over a store whose HTTP
@@ -83,8 +94,9 @@ func (c *cell) now(skew time.Duration) time.Time {
 // simClock is the simulators' clock: the cell's time without skew.
 func (c *cell) simClock() time.Time { return c.now(0) }
 
-func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoint, issuerURL, jwksURL string) (*cell, error) {
-	c := &cell{idx: idx, cfg: cfg, rec: rec, endpoint: endpoint,
+func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *engineMeter, quietTurn *sync.Mutex,
+	endpoint, issuerURL, jwksURL string, trigger streampoll.Trigger) (*cell, error) {
+	c := &cell{idx: idx, cfg: cfg, rec: rec, meter: meter, quietTurn: quietTurn, endpoint: endpoint, trigger: trigger,
 		table: fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed&0xffffff, idx, time.Now().UnixNano()%1e6)}
 	c.risk = riskapi.New(riskapi.Config{APIKey: stack.RiskAPIKey, Clock: c.simClock, HoldLimit: 5 * time.Second})
 	c.release = releaseapi.New(releaseapi.Config{APIKey: stack.ReleaseAPIKey, Clock: c.simClock,
@@ -117,11 +129,13 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 		"INTENTGATE_BUDGET_STORE":          cfg.BudgetStore.String(),
 		"INTENTGATE_BUDGET_DOWNSTREAM":     cfg.BudgetDownstream.String(),
 		"INTENTGATE_BUDGET_RESERVE":        cfg.BudgetReserve.String(),
+		"INTENTGATE_CLOCK_SKEW_BOUND":      cfg.SkewBound.String(),
+		"INTENTGATE_DUE_SHARDS":            fmt.Sprint(cfg.DueShards),
 	}
 	if c.appCfg, err = app.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return nil, fmt.Errorf("chaos: cell %d: %w", idx, err)
 	}
-	db, err := c.dynamo(ctx, nil)
+	db, err := c.dynamo(ctx, "campaign", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -147,12 +161,17 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, endpoin
 	if c.recon, err = c.newProcess(ctx, "reconciler", skews[cfg.Replicas]); err != nil {
 		return nil, err
 	}
+	if cfg.Stream {
+		if c.streamRecon, err = c.newProcess(ctx, "stream-reconciler", skews[cfg.Replicas+1]); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
 // dynamo builds the SDK client of one process; faults, when given, sit in
 // its HTTP transport.
-func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTTPClient) (*dynamodb.Client, error) {
+func (c *cell) dynamo(ctx context.Context, role string, wrap func(dynamoHTTPClient) dynamoHTTPClient) (*dynamodb.Client, error) {
 	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(c.appCfg.Region),
 		config.WithCredentialsProvider(aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("local", "local", ""))))
 	if err != nil {
@@ -162,6 +181,9 @@ func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTT
 		o.BaseEndpoint = aws.String(c.endpoint)
 		o.Logger = logging.Nop{} // injected faults make the SDK warn on every withheld body
 		next := store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		if c.meter != nil {
+			next = c.meter.wrap(role, next)
+		}
 		if wrap != nil {
 			next = wrap(next)
 		}
@@ -172,7 +194,7 @@ func (c *cell) dynamo(ctx context.Context, wrap func(dynamoHTTPClient) dynamoHTT
 func (c *cell) newProcess(ctx context.Context, who string, skew time.Duration) (*process, error) {
 	p := &process{skew: skew}
 	seed := c.cfg.Seed ^ uint64(c.idx)<<32 ^ hash(who)
-	db, err := c.dynamo(ctx, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
+	db, err := c.dynamo(ctx, strings.TrimRight(who, "-.0123456789"), func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
 		p.faults = NewStoreFaults(next, seed, c.cfg.StoreFaults, c.rec, c.idx, who)
 		return p.faults
 	})
@@ -260,6 +282,9 @@ func (c *cell) setFaults(on bool) {
 		}
 	}
 	c.recon.faults.SetEnabled(on)
+	if c.streamRecon != nil {
+		c.streamRecon.faults.SetEnabled(on)
+	}
 }
 
 func (c *cell) reconciler() (*reconcile.Service, error) {
@@ -285,11 +310,17 @@ func (c *cell) stop(ctx context.Context) {
 	for _, r := range c.replicas {
 		c.stopReplicaQuietly(r)
 	}
-	if c.recon != nil {
-		_ = c.recon.app.Close(ctx)
+	for _, p := range []*process{c.recon, c.streamRecon} {
+		if p != nil {
+			_ = p.app.Close(ctx)
+		}
 	}
 	if c.observer != nil && !c.cfg.KeepTables {
-		if err := c.observer.DeleteTable(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		// Bounded: an interrupted campaign on an overloaded engine must
+		// still exit (the engine process goes with it anyway).
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := c.observer.DeleteTable(dctx); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(c.cfg.Log, "chaos: cell %d: delete table: %v\n", c.idx, err)
 		}
 	}

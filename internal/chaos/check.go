@@ -108,18 +108,66 @@ func checkOneEffect(ev Evidence) []Violation {
 			continue
 		}
 		ops := byKey[key]
+		var unnamed []string
 		named := slices.ContainsFunc(ops, func(r OpRecord) bool {
-			return r.Final.State == operation.StateEscalated && r.Final.Outcome == operation.OutcomeIncidentMultipleEffects &&
-				r.Final.DuplicateResources >= len(effects)
+			if r.Final.State != operation.StateEscalated || r.Final.Outcome != operation.OutcomeIncidentMultipleEffects ||
+				r.Final.DuplicateResources < len(effects) {
+				return false
+			}
+			if r.Tool != toolTicket {
+				return true // risk reviews are counted per order; their ids are not all known
+			}
+			unnamed = notNamed(effects, incidentIDs(*r.Final))
+			return len(unnamed) == 0
 		})
 		if named {
 			continue
 		}
-		v := Violation{Invariant: InvOneEffect, Detail: fmt.Sprintf("business key %s has %d effects %v and no ESCALATED incident names them all", key, len(effects), effects)}
+		detail := fmt.Sprintf("business key %s has %d effects %v and no ESCALATED incident names them all", key, len(effects), effects)
+		if len(unnamed) > 0 {
+			detail += fmt.Sprintf(" (the incident does not name %v)", unnamed)
+		}
+		v := Violation{Invariant: InvOneEffect, Detail: detail}
 		if len(ops) > 0 {
 			v.Cell, v.Handle = ops[0].Cell, ops[0].Handle
 		}
 		out = append(out, v)
+	}
+	return out
+}
+
+// incidentIDs are the resource ids an operation's incident events name
+// ("... matching effects [ticket-1, ticket-2] ..."), with every id its
+// journal recorded as a resource.
+func incidentIDs(op operation.Operation) []string {
+	var ids []string
+	for _, e := range op.Journal {
+		if e.ResourceID != "" {
+			ids = append(ids, e.ResourceID)
+		}
+		if e.Type != operation.EventProbeMultiple && e.Type != operation.EventAuditMultiple {
+			continue
+		}
+		open, end := strings.Index(e.Detail, "["), strings.Index(e.Detail, "]")
+		if open < 0 || end < open {
+			continue
+		}
+		for _, id := range strings.Split(e.Detail[open+1:end], ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// notNamed lists the effects missing from named.
+func notNamed(effects, named []string) []string {
+	var out []string
+	for _, id := range effects {
+		if !slices.Contains(named, id) {
+			out = append(out, id)
+		}
 	}
 	return out
 }

@@ -226,3 +226,61 @@ func TestCheckerFlagsABoundKeyReusedWithOtherArgumentsThatWasNotAConflict(t *tes
 	ev.History.Calls[2] = changed
 	require.Empty(t, Check(ev))
 }
+
+// ticketIncidentEvidence is a deployment ticket whose first create the
+// provider committed past its commit deadline (a broken promise) after the
+// reconciler had proven absence and re-sent: two tickets on one target, and
+// the duplicate audit's incident naming the ids it found.
+func ticketIncidentEvidence(named string, duplicates int) Evidence {
+	handle := handleOf("deploy-bot", "T1", toolTicket, "op-00000002")
+	target := map[string]string{"service": "payments-api", "commit": "abc0001", "environment": "staging"}
+	op := operation.Operation{
+		Handle: handle, State: operation.StateEscalated, Outcome: operation.OutcomeIncidentMultipleEffects, Version: 6,
+		TenantID: "T1", ResourceID: "ticket-2", DuplicateResources: duplicates, Target: target, Payload: target,
+		Key: operation.RequestKey{ClientID: "deploy-bot", Tool: toolTicket, OperationID: "op-00000002"},
+		Journal: []operation.Event{
+			{Type: operation.EventIntentRecorded, At: t0, To: operation.StatePending},
+			{Type: operation.EventDispatchStarted, At: t0, From: operation.StatePending, To: operation.StatePending},
+			{Type: operation.EventResponseMissing, At: t0.Add(time.Second), From: operation.StatePending, To: operation.StateUnknown},
+			{Type: operation.EventProbeNotFound, At: t0.Add(20 * time.Second), From: operation.StateUnknown, To: operation.StateRetryable},
+			{Type: operation.EventRetryClaimed, At: t0.Add(21 * time.Second), From: operation.StateRetryable, To: operation.StatePending},
+			{Type: operation.EventCreateSucceeded, At: t0.Add(22 * time.Second), From: operation.StatePending, To: operation.StateSucceeded, ResourceID: "ticket-2"},
+			{Type: operation.EventAuditMultiple, At: t0.Add(60 * time.Second), From: operation.StateSucceeded, To: operation.StateEscalated,
+				Duplicates: duplicates, Detail: "incident: duplicate audit found 2 matching effects [" + named + "]; escalated to ops; nothing deleted or chosen"},
+		},
+	}
+	return Evidence{
+		Seed: 8,
+		Ops: []OpRecord{{Cell: 0, Handle: handle, Persona: "DEPLOYER", Tenant: "T1", ClientID: "deploy-bot", Tool: toolTicket,
+			OperationID: "op-00000002", EffectKey: "ticket|payments-api/abc0001/staging", Final: &op}},
+		EffectsByKey: map[string][]string{"0/ticket|payments-api/abc0001/staging": {"ticket-1", "ticket-2"}},
+		MaxQueueWait: 200 * time.Millisecond, OverloadSlack: time.Second,
+	}
+}
+
+func TestCheckerAcceptsALateCommitBeyondThePromiseNamedByTheAuditsIncident(t *testing.T) {
+	ev := ticketIncidentEvidence("ticket-1, ticket-2", 2)
+	require.Empty(t, journalProblem(*ev.Ops[0].Final), "the hand-made journal must itself be legal")
+	require.NotContains(t, invariantsOf(Check(ev)), InvOneEffect)
+}
+
+func TestCheckerFlagsAnIncidentThatDoesNotNameEveryTicket(t *testing.T) {
+	// The count agrees, the ids do not: the provider's ticket-1 (the late
+	// commit) is not what the incident names.
+	ev := ticketIncidentEvidence("ticket-2, ticket-7", 2)
+	vs := Check(ev)
+	require.Contains(t, invariantsOf(vs), InvOneEffect)
+	require.Contains(t, vs[0].Detail, "ticket-1")
+}
+
+func TestCheckerFlagsALateCommitBeyondThePromiseLeftSucceeded(t *testing.T) {
+	// The broken promise is no excuse: a second ticket with the operation
+	// still SUCCEEDED (the audit missed it) breaks invariant 1.
+	ev := ticketIncidentEvidence("", 0)
+	op := *ev.Ops[0].Final
+	op.Journal = op.Journal[:6]
+	op.State, op.Outcome, op.Version, op.DuplicateResources = operation.StateSucceeded, operation.OutcomeCommittedAndVerified, 5, 0
+	ev.Ops[0].Final = &op
+	require.Empty(t, journalProblem(op))
+	require.Contains(t, invariantsOf(Check(ev)), InvOneEffect)
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"time"
+
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 )
 
 // ResourceURL is the audience every token of a campaign is minted for.
@@ -56,11 +58,22 @@ type Config struct {
 	SpikeLatency  time.Duration
 	StoreFaults   StoreFaultRates
 
-	// Holes other work is closing; off by default (docs/chaos.md).
-	Skew            time.Duration // per-process clock skew bound (0: none)
-	TenantSharedIDs bool          // the two tenants of one client reuse each other's operation_ids
-	LateCommits     bool          // simulator late-commit modes (not in this build's simulators)
-	Stream          bool          // drive the reconciler from the table's stream (moto: not supported)
+	// Skew: every process of a cell (replicas, reconcilers) runs its own
+	// clock, off the providers' by up to ±Skew; two processes differ by at
+	// most 2×Skew, which must stay within SkewBound, the system's
+	// INTENTGATE_CLOCK_SKEW_BOUND (0: no skew).
+	Skew            time.Duration
+	SkewBound       time.Duration
+	TenantSharedIDs bool // the two tenants of one client reuse each other's operation_ids
+	LateCommits     bool // the Release API's late-commit modes join its create faults
+	// LateCommitOverrun is how far past its commit deadline the broken
+	// promise (commit_late_beyond_deadline) commits.
+	LateCommitOverrun time.Duration
+	// Stream drives the reconciler's stream entry point too: a local event
+	// source mapping (internal/streampoll) per cell hands the table's
+	// stream to reconcile.Service.HandleStream, beside the sweep.
+	Stream         bool
+	StreamIdleWait time.Duration // the poller's pause after an empty read
 
 	// System settings of every replica.
 	MaxInFlight        int
@@ -74,9 +87,13 @@ type Config struct {
 	RiskSettleWindow   time.Duration
 	ReleaseSearchLag   time.Duration
 	SweepEvery         time.Duration // reconciler sweep period during the campaign
-	QuietStep          time.Duration // clock advance per quiet-phase sweep
-	MaxQuietSweeps     int           // bound of the fixed-point loop
-	OverloadSlack      time.Duration // an OVERLOADED answer must come within MaxQueueWait + this
+	// DueShards is INTENTGATE_DUE_SHARDS. The local engine answers an index
+	// query by reading the whole table, so a sweep costs one table read
+	// per shard while every writer waits; one shard on one machine.
+	DueShards      int
+	QuietStep      time.Duration // clock advance per quiet-phase sweep
+	MaxQuietSweeps int           // bound of the fixed-point loop
+	OverloadSlack  time.Duration // an OVERLOADED answer must come within MaxQueueWait + this
 
 	KeepTables bool
 	Log        io.Writer // replicas' audit records and logs (default: discarded)
@@ -96,8 +113,10 @@ func Default() Config {
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
 		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
-		SweepEvery: 3 * time.Second, QuietStep: time.Minute, MaxQuietSweeps: 80,
+		SweepEvery: 10 * time.Second, DueShards: 1, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
+		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
+		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: time.Second,
 	}
 }
 
@@ -123,26 +142,26 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be a probability in [0,1], got %v", name, p))
 		}
 	}
-	if c.CommitPool < 1 || c.BurstSize < 1 || c.MaxQuietSweeps < 1 {
-		errs = append(errs, errors.New("commit-pool, burst-size and max-quiet-sweeps must be positive"))
+	if c.CommitPool < 1 || c.BurstSize < 1 || c.MaxQuietSweeps < 1 || c.DueShards < 1 {
+		errs = append(errs, errors.New("commit-pool, burst-size, max-quiet-sweeps and due-shards must be positive"))
 	}
-	if c.Skew < 0 {
-		errs = append(errs, errors.New("skew must not be negative"))
+	if c.Skew < 0 || 2*c.Skew > c.SkewBound {
+		errs = append(errs, fmt.Errorf("skew must be 0 to half the skew bound (%s: two clocks then differ by at most the bound), got %s", c.SkewBound, c.Skew))
 	}
-	if c.LateCommits {
-		errs = append(errs, errors.New("late-commits: this build's simulators have no late-commit fault mode yet"))
+	if c.LateCommitOverrun <= 0 {
+		errs = append(errs, errors.New("late-commit-overrun must be positive"))
 	}
-	if c.Stream {
-		errs = append(errs, errors.New("stream: the local engine's stream goes stale after a cancelled transaction; the campaign drives the reconciler by its sweep"))
+	if c.Stream && c.StreamIdleWait <= 0 {
+		errs = append(errs, errors.New("stream-idle-wait must be positive"))
 	}
 	return errors.Join(errs...)
 }
 
 // skews are the clock skews of a cell's processes (replicas, then the
-// reconciler), drawn from the seed within ±Skew.
+// sweeping reconciler, then the stream's), drawn from the seed within ±Skew.
 func (c *Config) skews(cell int) []time.Duration {
 	rng := rand.New(rand.NewPCG(c.Seed, uint64(cell)+0x5e3))
-	out := make([]time.Duration, c.Replicas+1)
+	out := make([]time.Duration, c.Replicas+2)
 	if c.Skew == 0 {
 		return out
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
 )
@@ -33,7 +34,24 @@ func PrintSummary(w io.Writer, res Result) {
 	line("tool calls (answered)", fmt.Sprintf("%d (%d)", len(ev.History.Calls), answered))
 	line("operations stored", stored)
 	line("quiet-phase sweeps per cell", res.QuietSweeps)
+	line("stream entry point: batches (failed)", fmt.Sprintf("%d (%d)", res.Stream.Batches, res.Stream.FailedBatches))
+	line("stream entry point: records (failed)", fmt.Sprintf("%d (%d)", res.Stream.Records, res.Stream.FailedRecords))
+	for _, s := range res.Stream.Stopped {
+		line("stream entry point stopped", s)
+	}
 
+	for _, k := range sortedKeys(res.Provider) {
+		line(k, res.Provider[k])
+	}
+	fmt.Fprintln(w, "engine requests by sender and action (count, mean wall time, share of all engine wall time)")
+	var engineTotal time.Duration
+	for _, l := range res.Engine {
+		engineTotal += l.Total
+	}
+	for _, k := range sortedKeys(res.Engine) {
+		l := res.Engine[k]
+		line(k, fmt.Sprintf("%d, %s, %.0f%%", l.Requests, (l.Total/time.Duration(l.Requests)).Round(time.Millisecond), 100*float64(l.Total)/float64(max(engineTotal, 1))))
+	}
 	fmt.Fprintln(w, "faults injected by kind")
 	faults := map[string]int{}
 	for _, f := range ev.History.Faults {

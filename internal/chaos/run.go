@@ -107,13 +107,15 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 
 // snapshot reads the operation back from the table (fault-free) into the
 // history, when it exists.
-func (a *agents) snapshot(ctx context.Context, handle string) {
+func (a *agents) snapshot(ctx context.Context, handle string) (operation.Operation, bool) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	op, err := a.c.observer.Get(sctx, handle)
-	if err == nil {
-		a.c.rec.Snapshot(op)
+	if err != nil {
+		return operation.Operation{}, false
 	}
+	a.c.rec.Snapshot(op)
+	return op, true
 }
 
 // armProviderFault installs the plan's simulator fault (and latency
@@ -129,6 +131,7 @@ func (c *cell) armProviderFault(p plan) {
 		return
 	}
 	parts := strings.Split(p.provFault, ":")
+	overrun := int(c.cfg.LateCommitOverrun / time.Millisecond)
 	var err error
 	switch {
 	case p.tool == toolRisk && len(parts) == 3:
@@ -138,11 +141,11 @@ func (c *cell) armProviderFault(p plan) {
 	case p.tool == toolRisk:
 		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
 	case len(parts) == 3:
-		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 2:
-		err = c.release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	default:
-		err = c.release.SetFaults(releaseapi.Faults{LatencyMS: latency})
+		err = c.release.SetFaults(releaseapi.Faults{LatencyMS: latency, LateCommitOverrunMS: overrun})
 	}
 	if err != nil {
 		fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: arm %s: %v\n", c.idx, p.provFault, err)
@@ -192,29 +195,47 @@ func (c *cell) sweeper(ctx context.Context) {
 // quiesce stops every fault, restarts stopped replicas and runs the
 // reconciler to a fixed point: sweeps, each after the cell's clocks moved
 // QuietStep forward, until nothing known is PENDING, UNKNOWN or RETRYABLE
-// or MaxQuietSweeps were run. It returns the number of sweeps.
-func (c *cell) quiesce(ctx context.Context, handles []string) (int, error) {
+// or MaxQuietSweeps were run. It returns the number of sweeps and, at a
+// fixed point, every operation as read then: nothing is due and nothing
+// UNKNOWN or RETRYABLE is left for the stream, so those reads are final
+// until the operator acts (nil without a fixed point).
+func (c *cell) quiesce(ctx context.Context, handles []string) (int, opReads, error) {
 	c.setFaults(false)
 	if err := c.risk.SetFaults(riskapi.Faults{}); err != nil {
-		return 0, fmt.Errorf("chaos: clear risk faults: %w", err)
+		return 0, nil, fmt.Errorf("chaos: clear risk faults: %w", err)
 	}
-	if err := c.release.SetFaults(releaseapi.Faults{}); err != nil {
-		return 0, fmt.Errorf("chaos: clear release faults: %w", err)
+	// Late commits already queued still come: the provider has them.
+	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond)}); err != nil {
+		return 0, nil, fmt.Errorf("chaos: clear release faults: %w", err)
 	}
 	for _, r := range c.replicas {
 		if err := c.restartReplica(ctx, r); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	svc, err := c.reconciler()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	advance := true
 	for i := 1; i <= c.cfg.MaxQuietSweeps; i++ {
-		c.offset.Add(int64(c.cfg.QuietStep))
+		// Time moves only after a sweep that ran: a sweep the engine was
+		// too slow for is retried at the same instant, so the clocks never
+		// outrun a reconciler that could not look (they would carry
+		// operations past their maximum age unprobed).
+		if advance {
+			c.offset.Add(int64(c.cfg.QuietStep))
+		}
+		// One quiet sweep per engine at a time: the engine answers one
+		// request at a time, and index queries of several cells queued
+		// behind each other all run out of their store budget together
+		// (and a cancelled query still costs the engine its whole read).
+		c.quietTurn.Lock()
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		rep, err := svc.Sweep(sctx)
 		cancel()
+		c.quietTurn.Unlock()
+		advance = err == nil
 		if err != nil {
 			// A slow engine read ends a sweep; the next one takes over.
 			fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet sweep %d: %v\n", c.idx, i, err)
@@ -223,46 +244,56 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, error) {
 		if rep.Examined > 0 || rep.Stopped != "drained" {
 			continue
 		}
-		open, err := c.unsettled(ctx, handles)
+		reads, err := c.readAll(ctx, handles)
 		if err != nil {
-			return i, err
+			return i, nil, err
 		}
-		if open == 0 {
-			return i, nil
+		if reads.unsettled() == 0 {
+			return i, reads, nil
 		}
 	}
-	return c.cfg.MaxQuietSweeps, nil
+	return c.cfg.MaxQuietSweeps, nil, nil
 }
 
-func (c *cell) unsettled(ctx context.Context, handles []string) (int, error) {
-	n := 0
+// opReads are operations read from the table by handle; a handle that is
+// not stored has no entry.
+type opReads map[string]operation.Operation
+
+// readAll reads every handle from the table, fault-free.
+func (c *cell) readAll(ctx context.Context, handles []string) (opReads, error) {
+	reads := opReads{}
 	for _, h := range handles {
 		op, err := c.observer.Get(ctx, h)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("chaos: read %s: %w", h, err)
+			return nil, fmt.Errorf("chaos: read %s: %w", h, err)
 		}
+		reads[h] = op
+	}
+	return reads, nil
+}
+
+// unsettled counts operations neither settled nor ESCALATED.
+func (r opReads) unsettled() int {
+	n := 0
+	for _, op := range r {
 		if !op.State.Settled() && op.State != operation.StateEscalated {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // operator resolves every ESCALATED operation it can prove from the
 // provider's records, through resolve_operation with evidence; what it
 // cannot prove (several effects: an incident) it leaves ESCALATED.
-func (a *agents) operator(ctx context.Context, handles []string, effects func(operation.Operation) ([]string, error)) error {
-	for _, h := range handles {
-		op, err := a.c.observer.Get(ctx, h)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("chaos: operator read %s: %w", h, err)
-		}
+//
+// reads are the operations as the quiet phase left them; the operator
+// updates them with what it resolved, so they stay the final table.
+func (a *agents) operator(ctx context.Context, reads opReads, effects func(operation.Operation) ([]string, error)) error {
+	for h, op := range reads {
 		if op.State != operation.StateEscalated {
 			continue
 		}
@@ -283,7 +314,14 @@ func (a *agents) operator(ctx context.Context, handles []string, effects func(op
 			continue // an incident: nothing is chosen
 		}
 		a.call(ctx, -1, "OPERATOR", 0, toolResolve, args, 0, false, nil)
-		a.snapshot(ctx, h)
+		after, ok := a.snapshot(ctx, h)
+		if !ok {
+			var err error
+			if after, err = a.c.observer.Get(ctx, h); err != nil {
+				return fmt.Errorf("chaos: operator read %s: %w", h, err)
+			}
+		}
+		reads[h] = after
 	}
 	return nil
 }
