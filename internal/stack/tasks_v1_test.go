@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -27,13 +28,24 @@ const protocolTasksV1 = "2025-11-25"
 // the version in the MCP-Protocol-Version header, no per-request _meta.
 func rpcV1(t *testing.T, url, token, method string, params map[string]any) rpcReply {
 	t.Helper()
+	r, err := postV1(testContext(t), url, token, method, params)
+	require.NoError(t, err)
+	return r
+}
+
+// postV1 is rpcV1 without the test's assertions (safe off the test's goroutine).
+func postV1(ctx context.Context, url, token, method string, params map[string]any) (rpcReply, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(string(body)))
-	require.NoError(t, err)
+	if err != nil {
+		return rpcReply{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		return rpcReply{}, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -41,14 +53,20 @@ func rpcV1(t *testing.T, url, token, method string, params map[string]any) rpcRe
 		req.Header.Set("MCP-Protocol-Version", protocolTasksV1)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return rpcReply{}, err
+	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	if err != nil {
+		return rpcReply{}, err
+	}
 	var r rpcReply
-	require.NoError(t, json.Unmarshal(data, &r), "body %s", data)
+	if err := json.Unmarshal(data, &r); err != nil {
+		return rpcReply{}, fmt.Errorf("%s: body %s: %w", method, data, err)
+	}
 	r.status = resp.StatusCode
-	return r
+	return r, nil
 }
 
 // taskV1 is the 2025-11-25 Task.
@@ -264,4 +282,43 @@ func TestOlderClientsForeignTaskIsIndistinguishableFromAnUnknownOne(t *testing.T
 		assert.Equal(t, unknown.Error, foreign.Error, m)
 		assert.Equal(t, unknown.status, foreign.status, m)
 	}
+}
+
+// tasks/result on a working task waits for it (polling the table) and
+// answers once it is terminal; the task is the reconciler's to finish.
+func TestOlderClientsTasksResultWaitsForTheTask(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	tok := h.token(t, "ALICE")
+	task := callAsTaskV1(t, h.MCPURLs[0], tok, reviewArgs("O20260728034", "dropped", "op-taskv1-wait1"))
+	require.Equal(t, "working", task.Status)
+
+	type reply struct {
+		r   rpcReply
+		err error
+	}
+	waited := make(chan reply, 1)
+	ctx := testContext(t)
+	go func() {
+		r, err := postV1(ctx, h.MCPURLs[1], tok, "tasks/result", map[string]any{"taskId": task.TaskID})
+		waited <- reply{r, err}
+	}()
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+
+	got := <-waited
+	require.NoError(t, got.err)
+	r := got.r
+	require.Nil(t, r.Error, "%+v", r.Error)
+	assert.Contains(t, string(r.Result), `"committed_and_verified"`)
+	assert.Contains(t, string(r.Result), task.TaskID)
+
+	// tasks/result belongs to 2025-11-25 only.
+	v2 := rpc(t, h.MCPURLs[0], tok, "tasks/result", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+	require.NotNil(t, v2.Error)
+	assert.Equal(t, int64(-32601), v2.Error.Code)
 }
