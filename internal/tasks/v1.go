@@ -81,17 +81,17 @@ func firstSettled(op operation.Operation) operation.State {
 	return op.State
 }
 
-// isV1 reports whether the request being served is a 2025-11-25 one: no
-// per-request protocol version (2026-07-28 carries one in _meta), and the
-// session's version (from the MCP-Protocol-Version header under the
-// stateless transport) is 2025-11-25.
+// isV1 reports whether the request being served is a 2025-11-25 one: its
+// per-request protocol version in _meta (2026-07-28 clients send one) or,
+// without one, its session's version (from the MCP-Protocol-Version header
+// under the stateless transport) is 2025-11-25.
 func isV1(ctx context.Context, session mcp.Session) bool {
 	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Meta map[string]any `json:"_meta"`
 	}
 	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
-		if _, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-			return false
+		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
+			return v == ProtocolV1
 		}
 	}
 	ss, ok := session.(*mcp.ServerSession)
