@@ -20,8 +20,11 @@ type taskSeen struct {
 
 // tasksScenario is what tasks-scenario.mjs prints.
 type tasksScenario struct {
-	Protocol     string  `json:"protocol"`
-	TaskSupport  *string `json:"declaredTaskSupport"`
+	Protocol    string  `json:"protocol"`
+	TaskSupport *string `json:"declaredTaskSupport"`
+	// RetriedAfter are poll errors that asked the client to retry (the
+	// store budget on a loaded machine), after which it polled again.
+	RetriedAfter []string `json:"retriedAfter"`
 	Capabilities struct {
 		Execution    bool `json:"execution"`
 		Cancellation bool `json:"cancellation"`
@@ -44,6 +47,7 @@ type tasksScenario struct {
 			Message string `json:"message"`
 		} `json:"refusals"`
 		Outcome           string    `json:"outcome"`
+		Error             string    `json:"error"`
 		Final             *taskSeen `json:"final"`
 		Again             string    `json:"again"`
 		CreatesAtCancel   int       `json:"createsAtCancel"`
@@ -68,6 +72,9 @@ func TestTasksClient(t *testing.T) {
 			var s tasksScenario
 			decodeInto(t, out, &s)
 			assert.Equal(t, protocol, s.Protocol)
+			if len(s.RetriedAfter) > 0 {
+				t.Logf("the client polled again after: %v", s.RetriedAfter)
+			}
 			judgeTasks(t, s)
 		})
 	}
@@ -114,7 +121,7 @@ func judgeTasks(t *testing.T, s tasksScenario) {
 		// the store was too slow on a loaded machine (it says to retry).
 		assert.Regexp(t, `an effect may exist|retry`, r.Message)
 	}
-	assert.Equal(t, "cancelled", c.Outcome)
+	assert.Equal(t, "cancelled", c.Outcome, c.Error)
 	require.NotNil(t, c.Final)
 	assert.Equal(t, "cancelled", c.Final.Status)
 	assert.Contains(t, c.Final.StatusMessage, "nothing was executed")
