@@ -83,6 +83,7 @@ var questions = []question{
 	{"ReleaseApiUrl", "Release API base URL (https://...)", true},
 	{"RiskApiKeyParameterName", "SSM SecureString name holding the Risk API key", false},
 	{"ReleaseApiKeyParameterName", "SSM SecureString name holding the Release API key", false},
+	{"TaskIdKeyParameterName", "SSM SecureString name holding the MCP Tasks id key, 32+ bytes (empty: Tasks off)", false},
 	{"DownstreamApiKeyKmsKeyArn", "KMS key ARN of those SecureStrings (empty: aws/ssm)", false},
 	{"DeployGrants", "Deploy grants (team=svc,svc;team2=svc)", false},
 	{"AlarmTopicArn", "SNS topic ARN for alarms (empty: none)", false},

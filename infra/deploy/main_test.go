@@ -68,10 +68,11 @@ func args(t *testing.T, extra ...string) []string {
 }
 
 // firstRunAnswers answer the guided questions in order: Stage (default),
-// issuer, JWKS, no ResourceUrl, the two providers, then defaults for the
-// key names, KMS key, grants, alarm topic, gateway mode, audience, scope.
+// issuer, JWKS, no ResourceUrl, the two providers, the Risk key's name, the
+// default Release key name, the task id key's name, then defaults for the
+// KMS key, grants, alarm topic, gateway mode, audience, scope.
 const firstRunAnswers = "\nhttps://auth.example.com/\nhttps://auth.example.com/jwks.json\n\nhttps://risk.example.com\nhttps://release.example.com\n" +
-	"/intentgate/test/risk-key\n\n\n\n\n\n\n\n"
+	"/intentgate/test/risk-key\n\n/intentgate/test/task-id-key\n\n\n\n\n\n\n"
 
 func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc123.execute-api.eu-west-1.amazonaws.com/mcp"}
@@ -88,6 +89,7 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, "10", second["McpReservedConcurrency"])
 	assert.Equal(t, "/intentgate/test/risk-key", second["RiskApiKeyParameterName"], "the secrets' parameter names are asked")
 	assert.Equal(t, "/intentgate/dev/release-api-key", second["ReleaseApiKeyParameterName"], "the template default is offered")
+	assert.Equal(t, "/intentgate/test/task-id-key", second["TaskIdKeyParameterName"], "the task id key's parameter is asked (MCP Tasks on Lambda)")
 	assert.NotContains(t, second, "AlarmTopicArn", "empty answers leave the template default")
 	assert.Contains(t, deploys[1], "--confirm-changeset")
 	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][:6])
@@ -101,7 +103,7 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 
 func TestDeployRefusesPlainHTTPAnswersUntilCorrected(t *testing.T) {
 	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://x.execute-api.us-east-1.amazonaws.com/mcp"}
-	in := "\nhttp://auth.example.com/\nhttps://auth.example.com/\nhttps://auth.example.com/jwks.json\nhttps://mcp.example.com/mcp\nhttps://risk.example.com\nhttps://release.example.com\n\n\n\n\n\n\n\n\n"
+	in := "\nhttp://auth.example.com/\nhttps://auth.example.com/\nhttps://auth.example.com/jwks.json\nhttps://mcp.example.com/mcp\nhttps://risk.example.com\nhttps://release.example.com\n\n\n\n\n\n\n\n\n\n"
 	var out strings.Builder
 	require.NoError(t, run(context.Background(), args(t), strings.NewReader(in), &out, aws))
 	assert.Contains(t, out.String(), `TokenIssuer="http://auth.example.com/" does not match`)

@@ -104,6 +104,10 @@ type Config struct {
 	// TaskIDKey (INTENTGATE_TASK_ID_KEY, at least 32 bytes, the same on
 	// every instance) turns on the MCP Tasks extension; unset leaves it off.
 	TaskIDKey string
+	// INTENTGATE_TASK_ID_KEY_PARAMETER: name of an SSM SecureString holding
+	// the task id key, read decrypted at cold start when TaskIDKey is
+	// unset (the deployed MCP function's only source of the key).
+	TaskIDKeyParameter string
 }
 
 // Lookup reads one environment variable (os.LookupEnv in production).
@@ -145,6 +149,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
 		MaxBodyBytes:           int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
 		TaskIDKey:              e.str("INTENTGATE_TASK_ID_KEY", ""),
+		TaskIDKeyParameter:     e.str("INTENTGATE_TASK_ID_KEY_PARAMETER", ""),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),
@@ -182,6 +187,7 @@ func (c Config) Validate() error {
 	for name, v := range map[string]string{
 		"INTENTGATE_RISK_API_KEY_PARAMETER":    c.RiskAPIKeyParameter,
 		"INTENTGATE_RELEASE_API_KEY_PARAMETER": c.ReleaseAPIKeyParameter,
+		"INTENTGATE_TASK_ID_KEY_PARAMETER":     c.TaskIDKeyParameter,
 	} {
 		if v != "" && !ssmNamePattern.MatchString(v) {
 			errs = append(errs, fmt.Errorf("%s=%q: not an SSM parameter name (/path/name of letters, digits, _ . - /)", name, v))

@@ -54,6 +54,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		"INTENTGATE_LISTEN_ADDR":               "127.0.0.1:9090",
 		"INTENTGATE_TRACING":                   "false",
 		"INTENTGATE_MAX_BODY_BYTES":            "131072",
+		"INTENTGATE_TASK_ID_KEY_PARAMETER":     "/intentgate/prod/task-id-key",
 	}
 	cfg, err := FromEnv(mapLookup(env))
 	require.NoError(t, err)
@@ -71,6 +72,7 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		DueShards: 8, SweptDueShards: 32,
 		Budget:     admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 9 * time.Second, Reserve: 500 * time.Millisecond},
 		ListenAddr: "127.0.0.1:9090", Tracing: false, MaxBodyBytes: 128 << 10,
+		TaskIDKeyParameter: "/intentgate/prod/task-id-key",
 	}, cfg)
 }
 
@@ -131,6 +133,7 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"body cap above 256 KiB", "INTENTGATE_MAX_BODY_BYTES", "262145"},
 		{"body cap not a number", "INTENTGATE_MAX_BODY_BYTES", "64k"},
 		{"short task id key", "INTENTGATE_TASK_ID_KEY", "too-short-to-be-a-key"},
+		{"task id key parameter name", "INTENTGATE_TASK_ID_KEY_PARAMETER", "/intentgate/dev/task id key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,10 +19,11 @@ type parameterReader interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// resolveAPIKeys fills each downstream API key that is empty but has an SSM
-// parameter name, reading the SecureString decrypted. A raw key
-// (INTENTGATE_*_API_KEY) wins, so local runs need no SSM. The Release key
-// is read only when the Release API is configured. No parameter to read
+// resolveAPIKeys fills each downstream API key (and the MCP Tasks id key)
+// that is empty but has an SSM parameter name, reading the SecureString
+// decrypted. A raw key (INTENTGATE_*_API_KEY, INTENTGATE_TASK_ID_KEY) wins,
+// so local runs need no SSM. The Release key is read only when the Release
+// API is configured. No parameter to read
 // means no client is built and no call is made.
 func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config, error) {
 	type want struct {
@@ -36,6 +37,9 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 	}
 	if cfg.ReleaseAPIURL != "" && cfg.ReleaseAPIKey == "" && cfg.ReleaseAPIKeyParameter != "" {
 		todo = append(todo, want{"INTENTGATE_RELEASE_API_KEY_PARAMETER", cfg.ReleaseAPIKeyParameter, &cfg.ReleaseAPIKey})
+	}
+	if cfg.TaskIDKey == "" && cfg.TaskIDKeyParameter != "" {
+		todo = append(todo, want{"INTENTGATE_TASK_ID_KEY_PARAMETER", cfg.TaskIDKeyParameter, &cfg.TaskIDKey})
 	}
 	if len(todo) == 0 {
 		return cfg, nil
@@ -51,6 +55,10 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 			return Config{}, fmt.Errorf("resolve %s: %w", w.env, err)
 		}
 		*w.dst = v
+	}
+	// Validate saw no task id key yet when it comes from SSM.
+	if cfg.TaskIDKey != "" && len(cfg.TaskIDKey) < 32 {
+		return Config{}, fmt.Errorf("resolve INTENTGATE_TASK_ID_KEY_PARAMETER: ssm parameter %s: want at least 32 bytes (the same on every instance)", cfg.TaskIDKeyParameter)
 	}
 	return cfg, nil
 }

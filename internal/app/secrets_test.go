@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -120,6 +121,48 @@ func TestReleaseKeyIsNotReadWithoutTheReleaseAPI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, a.Config.ReleaseAPIKey)
 	assert.NotContains(t, a.Families, release.ToolCreate)
+}
+
+// The MCP Tasks id key has no raw source on Lambda: the MCP function reads
+// it from its SecureString at cold start, like the provider keys.
+func TestBuildResolvesTheTaskIDKeyFromItsSecureString(t *testing.T) {
+	key := strings.Repeat("t", 40)
+	putSecureString(t, "/intentgate/test/task-id-key", key)
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":          "raw-key",
+		"INTENTGATE_TASK_ID_KEY_PARAMETER": "/intentgate/test/task-id-key",
+	})
+	require.Empty(t, cfg.TaskIDKey)
+
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+	assert.Equal(t, key, a.Config.TaskIDKey, "decrypted value of the SecureString")
+}
+
+func TestTaskIDKeyTooShortInItsSecureStringFailsTheColdStart(t *testing.T) {
+	putSecureString(t, "/intentgate/test/short-task-id-key", "short")
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":          "raw-key",
+		"INTENTGATE_TASK_ID_KEY_PARAMETER": "/intentgate/test/short-task-id-key",
+	})
+	_, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "INTENTGATE_TASK_ID_KEY_PARAMETER")
+	assert.Contains(t, err.Error(), "/intentgate/test/short-task-id-key")
+	assert.Contains(t, err.Error(), "at least 32 bytes")
+	assert.NotContains(t, err.Error(), "short\"", "the value never goes into an error")
+}
+
+func TestRawTaskIDKeyWinsOverItsParameterAndNeedsNoSSM(t *testing.T) {
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":          "raw-key",
+		"INTENTGATE_TASK_ID_KEY":           strings.Repeat("r", 32),
+		"INTENTGATE_TASK_ID_KEY_PARAMETER": "/intentgate/test/never-read",
+		"INTENTGATE_SSM_ENDPOINT":          "http://127.0.0.1:1",
+	})
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("r", 32), a.Config.TaskIDKey)
 }
 
 func TestEmptySecureStringIsRefused(t *testing.T) {

@@ -87,10 +87,10 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
 				return g.failure(ctx, rec, heldByInvisible())
 			}
-			if g.cfg.Tasks && !tasks.Final(sub.Operation) {
-				// Answered with a task only if the request opted in (and the
-				// caller may see the operation, checked above); the task is
-				// the operation, durable since its insert.
+			if g.cfg.Tasks {
+				// Answered with a task only if the request asked for one
+				// (and the caller may see the operation, checked above); the
+				// task is the operation, durable since its insert.
 				tasks.Defer(ctx, sub.Operation)
 			}
 			r := w.Render(c, sub)

@@ -33,6 +33,7 @@ type requestInfoKey struct{}
 // SDK sees it.
 type requestInfo struct {
 	jsonrpcID   string // "" for notifications, batches and unparsable bodies
+	params      json.RawMessage
 	header      http.Header
 	deadline    time.Time
 	hasDeadline bool
@@ -50,6 +51,17 @@ func ContextWithRequestID(ctx context.Context, id string) context.Context {
 func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
+}
+
+// RequestParams returns the params of the JSON-RPC request being served as
+// they arrived (within MaxBodyBytes), or nil outside one. Extensions read
+// fields the SDK drops when it decodes them (a 2025-11-25 tools/call's
+// "task").
+func RequestParams(ctx context.Context) json.RawMessage {
+	if info := requestInfoFrom(ctx); info != nil {
+		return info.params
+	}
+	return nil
 }
 
 func requestInfoFrom(ctx context.Context) *requestInfo {
@@ -134,6 +146,7 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
 			id = req.ID
 			info.jsonrpcID = fmt.Sprint(req.ID.Raw())
+			info.params = req.Params
 			if name, unknown := b.unknownTool(req); unknown {
 				writeRPCError(w, invalidParamsStatus(r.Header, req), id, jsonrpc.CodeInvalidParams, "unknown tool "+name)
 				return

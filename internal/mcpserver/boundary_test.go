@@ -156,3 +156,26 @@ func TestNewRejectsBadToolDefinitions(t *testing.T) {
 		})
 	}
 }
+
+// Extensions read fields of the request the SDK drops when it decodes the
+// params (a 2025-11-25 tools/call's "task"): the boundary keeps them.
+func TestHandlerSeesTheRequestsRawParams(t *testing.T) {
+	rec := &recorder{}
+	h, err := New(Config{Name: "n", Version: "v"}, reviewTool(rec))
+	require.NoError(t, err)
+	srv := newLoopbackServer(t, h)
+	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"request_risk_review",` +
+		`"arguments":{"order_id":"O00000000001","reason":"r"},"task":{"ttl":60000}}}`
+
+	resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20251125}}, call)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+
+	ctx := rec.lastContext()
+	require.NotNil(t, ctx)
+	var params struct {
+		Task map[string]any `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(RequestParams(ctx), &params))
+	assert.Equal(t, map[string]any{"ttl": float64(60000)}, params.Task)
+	assert.Nil(t, RequestParams(context.Background()), "outside a request: none")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentgate/intentgate/internal/operation"
@@ -36,10 +37,15 @@ func ToolMeta() map[string]any {
 }
 
 // Install plugs the extension into server through go-sdk's extension
-// points: a receiving middleware for tools/call and three custom methods.
+// points: a receiving middleware (tools/call, and for 2025-11-25 clients
+// initialize and tools/list) and four custom methods. tasks/get and
+// tasks/cancel answer in the shapes of the request's protocol revision.
 func (s *Service) Install(server *mcp.Server) error {
 	server.AddReceivingMiddleware(s.middleware)
-	if err := mcp.AddReceivingCustomMethod(server, MethodGet, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*GetTaskResult, error) {
+	if err := mcp.AddReceivingCustomMethod(server, MethodGet, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
+		if isV1(ctx, ss) {
+			return s.getV1(ctx, p.TaskID)
+		}
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
@@ -51,7 +57,10 @@ func (s *Service) Install(server *mcp.Server) error {
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
-	if err := mcp.AddReceivingCustomMethod(server, MethodCancel, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
+	if err := mcp.AddReceivingCustomMethod(server, MethodCancel, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
+		if isV1(ctx, ss) {
+			return s.cancelV1(ctx, p.TaskID)
+		}
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
@@ -70,37 +79,69 @@ func (s *Service) Install(server *mcp.Server) error {
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
+	if err := mcp.AddReceivingCustomMethod(server, MethodResult, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (*mcp.CallToolResult, error) {
+		if !isV1(ctx, ss) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: errNotV1.Error()}
+		}
+		return s.resultV1(ctx, p.TaskID)
+	}); err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
 	return nil
 }
 
 // slot carries, from a tool handler back to the middleware, the operation
-// whose outcome was not final within the call.
+// the call created or found.
 type slot struct{ op *operation.Operation }
 
 type slotKey struct{}
 
-// Defer tells the middleware to answer this tools/call with a task for op
-// instead of the tool's result. It does nothing unless the request opted
-// in to the extension (only then is there a slot in ctx), so a request
-// that did not opt in is answered exactly as without this package.
+// Defer offers op, the operation of this tools/call, to the middleware,
+// which answers with a task where the request asked for one: a 2026-07-28
+// request that opted in gets one if op is not final; a task-augmented
+// 2025-11-25 call always does. It does nothing otherwise (only then is
+// there a slot in ctx), so a request that asked for no task is answered
+// exactly as without this package.
 func Defer(ctx context.Context, op operation.Operation) {
 	if sl, ok := ctx.Value(slotKey{}).(*slot); ok {
 		sl.op = &op
 	}
 }
 
-// middleware gives an opted-in tools/call a slot and, if the handler
-// deferred, answers with the CreateTaskResult. If the task cannot be
-// rendered, the tool's own result (with its handle) is returned instead:
-// it is true, and losing an answer is worse than a plain one.
+// middleware gives a tools/call that asked for a task a slot and answers
+// with the task the handler deferred to; for 2025-11-25 clients it also
+// announces the capability in initialize and each write tool's support in
+// tools/list. If a task cannot be rendered, the tool's own result (with
+// its handle) is returned instead: it is true, and losing an answer is
+// worse than a plain one.
 func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" || req.GetParams() == nil || !optedIn(req.GetParams().GetMeta()) {
+		switch method {
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return initializeV1(res)
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if err != nil || !isV1(ctx, req.GetSession()) {
+				return res, err
+			}
+			return s.listToolsV1(res)
+		case "tools/call":
+		default:
+			return next(ctx, method, req)
+		}
+		if tool, ok := taskRequested(ctx); ok && isV1(ctx, req.GetSession()) {
+			return s.callV1(ctx, next, method, req, tool)
+		}
+		if req.GetParams() == nil || !optedIn(req.GetParams().GetMeta()) {
 			return next(ctx, method, req)
 		}
 		sl := &slot{}
 		res, err := next(context.WithValue(ctx, slotKey{}, sl), method, req)
-		if err != nil || sl.op == nil {
+		if err != nil || sl.op == nil || Final(*sl.op) {
 			return res, err
 		}
 		created, cerr := s.Created(ctx, *sl.op)

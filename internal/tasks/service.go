@@ -31,6 +31,9 @@ type Config struct {
 	Retention time.Duration
 	// MinPoll and MaxPoll bound pollIntervalMs. Defaults 1s and 30s.
 	MinPoll, MaxPoll time.Duration
+	// ResultWait bounds how long a 2025-11-25 tasks/result waits for a
+	// working task (default 10s, inside the MCP function's timeout).
+	ResultWait time.Duration
 }
 
 // Service answers the Tasks extension from the operation table.
@@ -53,6 +56,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxPoll == 0 {
 		cfg.MaxPoll = 30 * time.Second
+	}
+	if cfg.ResultWait == 0 {
+		cfg.ResultWait = 10 * time.Second
+	}
+	if cfg.ResultWait < 0 {
+		return nil, fmt.Errorf("tasks: result wait %s must be positive", cfg.ResultWait)
 	}
 	if cfg.MinPoll < 0 || cfg.MaxPoll < cfg.MinPoll {
 		return nil, fmt.Errorf("tasks: poll interval bounds %s..%s must be positive and ordered", cfg.MinPoll, cfg.MaxPoll)
@@ -204,14 +213,22 @@ func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (T
 	var result *mcp.CallToolResult
 	if Final(op) {
 		w := s.tools[op.Key.Tool]
-		r := w.Render(c, tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true})
+		r := w.Render(c, toolsSubmission(op))
 		result = mcpserver.Result(r.Body, r.IsError)
 	}
-	t, err := View(op, taskID, result, s.cfg.Operator, Timing{
-		Now: s.cfg.Executor.Now(), Retention: s.cfg.Retention, MinPoll: s.cfg.MinPoll, MaxPoll: s.cfg.MaxPoll,
-	})
+	t, err := View(op, taskID, result, s.cfg.Operator, s.timing())
 	if err != nil {
 		return Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be rendered"}
 	}
 	return t, nil
+}
+
+// toolsSubmission is op as a replay of its call: what the tool answers
+// for it now.
+func toolsSubmission(op operation.Operation) tools.Submission {
+	return tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true}
+}
+
+func (s *Service) timing() Timing {
+	return Timing{Now: s.cfg.Executor.Now(), Retention: s.cfg.Retention, MinPoll: s.cfg.MinPoll, MaxPoll: s.cfg.MaxPoll}
 }

@@ -101,7 +101,7 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 			if result == nil {
 				return Task{}, fmt.Errorf("tasks: completed task %s needs its tool result", taskID)
 			}
-			raw, err := json.Marshal(result)
+			raw, err := completeResult(result)
 			if err != nil {
 				return Task{}, fmt.Errorf("tasks: encode result of %s: %w", taskID, err)
 			}
@@ -124,6 +124,22 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 	t.Status = StatusWorking
 	t.PollIntervalMs = pollInterval(op, tm).Milliseconds()
 	return t, nil
+}
+
+// completeResult encodes the tool's result as the tools/call answer it
+// stands for: at 2026-07-28 every Result carries resultType, which go-sdk
+// sets only on the wire of its own responses (the field is unexported).
+func completeResult(result *mcp.CallToolResult) (json.RawMessage, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(fields)
 }
 
 // Final reports whether the operation's task is terminal (completed or

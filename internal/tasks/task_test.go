@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,18 @@ func TestCompletedTaskEscalatedByTheAuditStaysCompleted(t *testing.T) {
 	assert.Contains(t, string(task.Result), `"isError":true`)
 	assert.False(t, tasks.Final(walk(t, operation.EventResponseMissing, operation.EventProbeBudgetExhausted)),
 		"an escalation before any settlement is still working")
+}
+
+// At 2026-07-28 every Result carries resultType; a completed task's result
+// is the tools/call result, so it says "complete" like the call's own
+// answer does (the ext-tasks client refuses it otherwise).
+func TestCompletedTaskResultIsACompleteCallToolResult(t *testing.T) {
+	result := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: map[string]any{"status": "SUCCEEDED"}}
+	task, err := tasks.View(walk(t, operation.EventCreateSucceeded), "tsk_x", result, "release-oncall", timing)
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(task.Result, &got))
+	assert.Equal(t, "complete", got["resultType"])
+	assert.Equal(t, map[string]any{"status": "SUCCEEDED"}, got["structuredContent"])
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "{}"}}, got["content"])
 }

@@ -8,6 +8,11 @@
 //   - the Python SDK client (mcp, python/scenario.py) at both protocols;
 //   - the MCP Inspector CLI (@modelcontextprotocol/inspector).
 //
+// The MCP Tasks client (@modelcontextprotocol/ext-tasks, tasks-scenario.mjs,
+// TestTasksClient) has its own scenario: a dropped provider response
+// answered with a task the client polls until it is completed, and a cancel
+// of an operation proven unsent. tasks-walkthrough.mjs is the README's.
+//
 // The clients are pinned in package.json / package-lock.json (npm ci into
 // this folder, with the Node 22 runtime the Inspector needs) and
 // python/requirements.txt (pip into .venv-clients); `make client-deps`

@@ -1,0 +1,297 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// The experimental Tasks of protocol 2025-11-25, for older clients: the
+// same operations, the same mapping, that revision's shapes. The client
+// asks per call (tools/call's "task" parameter, which go-sdk drops when it
+// decodes the params, so it is read from the raw request the boundary
+// kept); the capability is announced in initialize and each write tool's
+// support in tools/list (execution.taskSupport).
+
+// ProtocolV1 is the protocol revision whose experimental Tasks are served.
+const ProtocolV1 = "2025-11-25"
+
+// MethodResult is 2025-11-25's tasks/result.
+const MethodResult = "tasks/result"
+
+// metaRelatedTask names the task a tasks/result answer belongs to.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// codeRefused answers a task-augmented call the tool refused before any
+// operation existed: there is no task to return (JSON-RPC's
+// implementation-defined server error range).
+const codeRefused = -32000
+
+// TaskV1 is the 2025-11-25 Task.
+type TaskV1 struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTL is the actual retention in ms, null while kept without limit.
+	TTL          *int64 `json:"ttl"`
+	PollInterval int64  `json:"pollInterval,omitempty"`
+}
+
+// CreateTaskResultV1 answers a task-augmented tools/call.
+type CreateTaskResultV1 struct {
+	mcp.ResultBase
+	Task TaskV1 `json:"task"`
+}
+
+// TaskResultV1 answers tasks/get and tasks/cancel: the task itself.
+type TaskResultV1 struct {
+	mcp.ResultBase
+	TaskV1
+}
+
+// viewV1 is t in 2025-11-25's vocabulary. That revision ends a tool call
+// whose result is an error in "failed"; a terminal status never changes,
+// so it follows how the operation first settled (an operation that
+// succeeded and was escalated later stays completed).
+func viewV1(t Task, op operation.Operation) TaskV1 {
+	v := TaskV1{TaskID: t.TaskID, Status: string(t.Status), StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt, TTL: t.TTLMs, PollInterval: t.PollIntervalMs}
+	if t.Status == StatusCompleted && firstSettled(op) == operation.StateFailed {
+		v.Status = "failed"
+	}
+	return v
+}
+
+// firstSettled is the state the operation first settled in.
+func firstSettled(op operation.Operation) operation.State {
+	for _, ev := range op.Journal {
+		if ev.To.Settled() {
+			return ev.To
+		}
+	}
+	return op.State
+}
+
+// isV1 reports whether the request being served is a 2025-11-25 one: its
+// per-request protocol version in _meta (2026-07-28 clients send one) or,
+// without one, its session's version (from the MCP-Protocol-Version header
+// under the stateless transport) is 2025-11-25.
+func isV1(ctx context.Context, session mcp.Session) bool {
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
+		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
+			return v == ProtocolV1
+		}
+	}
+	ss, ok := session.(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	init := ss.InitializeParams()
+	return init != nil && init.ProtocolVersion == ProtocolV1
+}
+
+// taskRequested reports whether the raw tools/call params ask for a task,
+// and the tool named.
+func taskRequested(ctx context.Context) (tool string, ok bool) {
+	var params struct {
+		Name string          `json:"name"`
+		Task json.RawMessage `json:"task"`
+	}
+	raw := mcpserver.RequestParams(ctx)
+	if raw == nil || json.Unmarshal(raw, &params) != nil || len(params.Task) == 0 || string(params.Task) == "null" {
+		return "", false
+	}
+	return params.Name, true
+}
+
+// callV1 answers a task-augmented 2025-11-25 tools/call: every accepted
+// call gets a task (that revision wants one for every accepted request,
+// also one that settled within the call); a refusal before any operation
+// exists is an error carrying the tool's refusal.
+func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, tool string) (mcp.Result, error) {
+	if !s.Supports(tool) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "this tool does not support task-augmented execution (execution.taskSupport is absent); call it without \"task\""}
+	}
+	sl := &slot{}
+	res, err := next(context.WithValue(ctx, slotKey{}, sl), method, req)
+	if err != nil {
+		return res, err
+	}
+	if sl.op == nil {
+		return nil, refusedWithoutTask(res)
+	}
+	c, _ := s.cfg.Caller(ctx)
+	t, err := s.view(c, *sl.op, s.cfg.IDs.For(sl.op.Handle))
+	if err != nil {
+		return res, nil // the tool's own answer is true; losing it is worse
+	}
+	return &CreateTaskResultV1{Task: viewV1(t, *sl.op)}, nil
+}
+
+// refusedWithoutTask turns the tool's refusal into the JSON-RPC error a
+// task-augmented call gets when no task was created, its structured
+// refusal (code, retry_allowed, next_action) whole in data.
+func refusedWithoutTask(res mcp.Result) error {
+	msg := "the call was refused and no task was created"
+	var data json.RawMessage
+	if r, ok := res.(*mcp.CallToolResult); ok && r.StructuredContent != nil {
+		if raw, err := json.Marshal(r.StructuredContent); err == nil {
+			data = raw
+			var refusal struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(raw, &refusal) == nil && refusal.Message != "" {
+				msg += ": " + refusal.Message
+			}
+		}
+	}
+	return &jsonrpc.Error{Code: codeRefused, Message: msg, Data: data}
+}
+
+// getV1 is 2025-11-25's tasks/get.
+func (s *Service) getV1(ctx context.Context, taskID string) (*TaskResultV1, error) {
+	c, op, err := s.find(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.view(c, op, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return &TaskResultV1{TaskV1: viewV1(t, op)}, nil
+}
+
+// cancelV1 is 2025-11-25's tasks/cancel: that revision refuses to cancel a
+// terminal task (-32602) and answers a cancel with the cancelled task.
+func (s *Service) cancelV1(ctx context.Context, taskID string) (*TaskResultV1, error) {
+	_, op, err := s.find(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if Final(op) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task is already terminal and cannot be cancelled"}
+	}
+	if err := s.Cancel(ctx, taskID); err != nil {
+		return nil, err
+	}
+	return s.getV1(ctx, taskID)
+}
+
+// resultV1 is 2025-11-25's tasks/result: the tool's CallToolResult for the
+// operation once the task is terminal (what a replay of the call returns),
+// naming its task. On a task still working it waits, polling the table at
+// the task's own interval, for at most ResultWait: a function cannot hold
+// a request beyond its timeout, so after that it answers an error that
+// says to ask again (or poll tasks/get).
+func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolResult, error) {
+	deadline := time.Now().Add(s.cfg.ResultWait)
+	for {
+		c, op, err := s.find(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		if Final(op) {
+			w := s.tools[op.Key.Tool]
+			r := w.Render(c, toolsSubmission(op))
+			res := mcpserver.Result(r.Body, r.IsError)
+			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
+			return res, nil
+		}
+		wait := min(pollInterval(op, s.timing()), time.Until(deadline))
+		if wait <= 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the task is still working (" + string(op.State) + ") after waiting " + s.cfg.ResultWait.String() +
+					"; call tasks/result again or poll tasks/get"}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did; call tasks/result again"}
+		case <-timer.C:
+		}
+	}
+}
+
+// capabilitiesV1 is what 2025-11-25's initialize announces: task-augmented
+// tools/call and tasks/cancel. No tasks/list: a task is found by its id.
+var capabilitiesV1 = map[string]any{"cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+
+// initializeResultV1 is the SDK's InitializeResult with capabilities.tasks,
+// which its ServerCapabilities has no field for.
+type initializeResultV1 struct {
+	mcp.ResultBase
+	Capabilities    map[string]any      `json:"capabilities"`
+	Instructions    string              `json:"instructions,omitempty"`
+	ProtocolVersion string              `json:"protocolVersion"`
+	ServerInfo      *mcp.Implementation `json:"serverInfo"`
+}
+
+// initializeV1 adds capabilities.tasks when the negotiated version is
+// 2025-11-25 (earlier revisions have no tasks).
+func initializeV1(res mcp.Result) (mcp.Result, error) {
+	ir, ok := res.(*mcp.InitializeResult)
+	if !ok || ir.ProtocolVersion != ProtocolV1 {
+		return res, nil
+	}
+	raw, err := json.Marshal(ir.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	caps := map[string]any{}
+	if err := json.Unmarshal(raw, &caps); err != nil {
+		return nil, err
+	}
+	caps["tasks"] = capabilitiesV1
+	return &initializeResultV1{ResultBase: mcp.ResultBase{Meta: ir.Meta}, Capabilities: caps,
+		Instructions: ir.Instructions, ProtocolVersion: ir.ProtocolVersion, ServerInfo: ir.ServerInfo}, nil
+}
+
+// listToolsResultV1 is tools/list with each write tool's
+// execution.taskSupport, which the SDK's Tool has no field for.
+type listToolsResultV1 struct {
+	mcp.ResultBase
+	NextCursor string            `json:"nextCursor,omitempty"`
+	Tools      []json.RawMessage `json:"tools"`
+}
+
+func (s *Service) listToolsV1(res mcp.Result) (mcp.Result, error) {
+	lr, ok := res.(*mcp.ListToolsResult)
+	if !ok {
+		return res, nil
+	}
+	out := &listToolsResultV1{ResultBase: mcp.ResultBase{Meta: lr.Meta}, NextCursor: lr.NextCursor, Tools: make([]json.RawMessage, 0, len(lr.Tools))}
+	for _, tool := range lr.Tools {
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			return nil, err
+		}
+		if s.Supports(tool.Name) {
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				return nil, err
+			}
+			fields["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+			if raw, err = json.Marshal(fields); err != nil {
+				return nil, err
+			}
+		}
+		out.Tools = append(out.Tools, raw)
+	}
+	return out, nil
+}
+
+var errNotV1 = errors.New("tasks/result is a method of protocol 2025-11-25")
