@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-xray-sdk-go/xray"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/lambdahttp"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/stack"
 )
 
@@ -31,7 +31,7 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	daemon, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = daemon.Close() })
-	require.NoError(t, xray.Configure(xray.Config{DaemonAddr: daemon.LocalAddr().String()}))
+	t.Setenv("AWS_XRAY_DAEMON_ADDRESS", daemon.LocalAddr().String())
 
 	ctx := context.Background()
 	out := &syncBuffer{}
@@ -56,7 +56,7 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	invoke := func(file, requestID string) string {
 		ev := loadEvent(t, file, token)
 		lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: requestID})
-		lctx = context.WithValue(lctx, xray.LambdaTraceHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1")
+		lctx = context.WithValue(lctx, obs.LambdaTraceHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1")
 		lctx, cancel := context.WithTimeout(lctx, 20*time.Second)
 		defer cancel()
 		resp, err := handle(lctx, ev)

@@ -76,7 +76,12 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if cfg.Stage == "" {
 		cfg.Stage = DefaultStage // a Config not from FromEnv; an empty dimension would fail every metric
 	}
-	awsCfg, err := loadAWSConfig(ctx, cfg)
+	logger := slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	tracer, err := obs.NewTracer(obs.TracerConfig{Enabled: cfg.Tracing, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	awsCfg, err := loadAWSConfig(ctx, cfg, tracer)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -92,8 +97,8 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
 		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
-		Tracer:  obs.NewTracer(cfg.Tracing),
-		Logger:  slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel}))),
+		Tracer:  tracer,
+		Logger:  logger,
 	}
 	db := opts.DynamoDB
 	if db == nil {
@@ -162,12 +167,13 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	return families, nil
 }
 
-// Close releases background work (the JWKS cache).
+// Close releases background work (the JWKS cache) and the trace socket.
 func (a *App) Close(ctx context.Context) error {
-	if a.verifier == nil {
-		return nil
+	var errs []error
+	if a.verifier != nil {
+		errs = append(errs, a.verifier.Close(ctx))
 	}
-	return a.verifier.Close(ctx)
+	return errors.Join(append(errs, a.Tracer.Close())...)
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP

@@ -48,7 +48,7 @@ func putSecureString(t *testing.T, name, value string) {
 		t.Skip("SSM tests need an endpoint engine (moto or LocalStack), not real AWS")
 	}
 	ctx := context.Background()
-	awsCfg, err := loadAWSConfig(ctx, Config{SSMEndpoint: engine.Endpoint(), Region: engine.Region()})
+	awsCfg, err := loadAWSConfig(ctx, Config{SSMEndpoint: engine.Endpoint(), Region: engine.Region()}, nil)
 	require.NoError(t, err)
 	client := ssm.NewFromConfig(awsCfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(engine.Endpoint()) })
 	_, err = client.PutParameter(ctx, &ssm.PutParameterInput{

@@ -3,10 +3,7 @@ package obs
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync/atomic"
-
-	"github.com/aws/aws-xray-sdk-go/xray"
 )
 
 // Log keys every line of an invocation carries, so the API Gateway access
@@ -44,24 +41,6 @@ type ColdStarts struct{ seen atomic.Bool }
 
 // First reports true exactly once.
 func (c *ColdStarts) First() bool { return c.seen.CompareAndSwap(false, true) }
-
-// TraceID is the X-Ray trace id of ctx: its segment's, or the Root of the
-// Lambda invocation's trace header. Empty when untraced.
-func TraceID(ctx context.Context) string {
-	if seg := xray.GetSegment(ctx); seg != nil {
-		if root := seg.ParentSegment; root != nil && root.TraceID != "" {
-			return root.TraceID
-		}
-		return seg.TraceID
-	}
-	h, _ := ctx.Value(xray.LambdaTraceHeaderKey).(string)
-	for part := range strings.SplitSeq(h, ";") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "Root="); ok {
-			return v
-		}
-	}
-	return ""
-}
 
 // JoinKeys wraps h so every record logged with a context carries the
 // invocation's function, cold_start, gateway_request_id and the X-Ray trace
