@@ -96,7 +96,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		// Audit records are never filtered by the log level.
 		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
-		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
+		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}).WithErrorLog(logger),
 		Tracer:  tracer,
 		Logger:  logger,
 	}
@@ -248,9 +248,9 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		ResourceMetadataURL: metadataURL, Logger: a.Logger,
 		OnReject: func(ctx context.Context, reason string) {
 			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: lambdahttp.RequestIDFrom(ctx)})
-			_ = a.Metrics.AuthRejection(ctx, reason)
+			a.Metrics.AuthRejection(ctx, reason)
 			if auth.IsInvalidTokenReason(reason) {
-				_ = a.Metrics.InvalidToken(ctx, reason)
+				a.Metrics.InvalidToken(ctx, reason)
 			}
 		},
 	})
@@ -297,7 +297,7 @@ func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ contex
 		if name == "" {
 			name = "local"
 		}
-		_ = a.Metrics.ColdStart(ctx, name)
+		a.Metrics.ColdStart(ctx, name)
 	}
 	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
 	return ctx, func() {

@@ -24,16 +24,16 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,
 		})
 		if t.DownstreamLatency > 0 {
-			_ = metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
+			metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
 		}
 		if t.Event.Source != "" && t.Event.Result != "" && t.From.State == operation.StateUnknown {
-			_ = metrics.ReconcileProbe(ctx, t.Event.Source, t.Event.Result)
+			metrics.ReconcileProbe(ctx, t.Event.Source, t.Event.Result)
 		}
 		switch {
 		case t.To.State == operation.StateUnknown && t.From.State != operation.StateUnknown:
-			_ = metrics.UnknownOperation(ctx, t.Tool)
+			metrics.UnknownOperation(ctx, t.Tool)
 		case t.To.State == operation.StateEscalated:
-			_ = metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
+			metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
 		}
 	}
 }
