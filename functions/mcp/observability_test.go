@@ -53,6 +53,7 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	require.NoError(t, err)
 
 	const traceID = "1-6a8861ec-3c1f0e7d9b2a4c5e6f708192"
+	lambdaIDs := map[string]string{} // gateway request id -> Lambda request id
 	invoke := func(file, requestID string) string {
 		ev := loadEvent(t, file, token)
 		lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: requestID})
@@ -62,6 +63,8 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 		resp, err := handle(lctx, ev)
 		require.NoError(t, err)
 		require.Equal(t, 200, resp.StatusCode, resp.Body)
+		assert.Equal(t, requestID, resp.Headers["X-Request-Id"], "the caller sees the invocation's request id")
+		lambdaIDs[ev.RequestContext.RequestID] = requestID
 		return ev.RequestContext.RequestID
 	}
 	out.Reset() // start-up lines (JWKS fetch) belong to no invocation
@@ -77,6 +80,8 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 		lines++
 		if doc["msg"] == "audit" {
 			audits++
+			gw, _ := doc["gateway_request_id"].(string)
+			assert.Equal(t, lambdaIDs[gw], doc["request_id"], "one request id per request, in every audit record: %s", line)
 		}
 		assert.Equal(t, "intentgate-test-mcp", doc["function"], "%s", line)
 		assert.Equal(t, traceID, doc["xray_trace_id"], "%s", line)

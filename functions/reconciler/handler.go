@@ -27,7 +27,7 @@ type envelope struct {
 // subsegment (a Lambda facade segment takes no annotations) and its log
 // lines carry the invocation's join keys.
 func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
-	ctx, done := r.app.Invocation(ctx, "")
+	ctx, done := r.app.Invocation(ctx)
 	defer done()
 	var out any
 	err := r.app.Tracer.Segment(ctx, "intentgate-reconciler", func(ctx context.Context) error {

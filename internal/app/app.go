@@ -24,6 +24,7 @@ import (
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
@@ -247,7 +248,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
 		ResourceMetadataURL: metadataURL, Logger: a.Logger,
 		OnReject: func(ctx context.Context, reason string) {
-			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: lambdahttp.RequestIDFrom(ctx)})
+			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: requestid.From(ctx).Request})
 			a.Metrics.AuthRejection(ctx, reason)
 			if auth.IsInvalidTokenReason(reason) {
 				a.Metrics.InvalidToken(ctx, reason)
@@ -267,16 +268,16 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	for _, p := range paths {
 		mux.Handle("GET "+p, meta)
 	}
-	mux.Handle("/mcp", authn(withRequestID(mcpHandler)))
+	mux.Handle("/mcp", authn(mcpHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
 }
 
 // withInvocation marks each request as one invocation for the logs (see
-// Invocation), with API Gateway's request id when the adapter has one.
+// Invocation).
 func (a *App) withInvocation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, done := a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))
+		ctx, done := a.Invocation(r.Context())
 		defer done()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -284,11 +285,11 @@ func (a *App) withInvocation(next http.Handler) http.Handler {
 
 // Invocation returns ctx marked as one invocation of this process: every
 // log line and audit record written with it carries the function name,
-// whether it is the cold start, gatewayRequestID (empty for non-HTTP
-// triggers) and the X-Ray trace id, and its metrics are batched into one
+// whether it is the cold start, the request ids the front set
+// (internal/requestid; none for non-HTTP triggers) and the X-Ray trace id, and its metrics are batched into one
 // EMF document per dimension set, written by done (call it when the
 // invocation ends). The cold start is also counted (cold_starts).
-func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ context.Context, done func()) {
+func (a *App) Invocation(ctx context.Context) (_ context.Context, done func()) {
 	ctx, batch := a.Metrics.StartBatch(ctx)
 	cold := a.coldStarts.First()
 	function := a.Config.FunctionName
@@ -299,7 +300,7 @@ func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ contex
 		}
 		a.Metrics.ColdStart(ctx, name)
 	}
-	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
+	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold})
 	return ctx, func() {
 		if err := batch.Flush(); err != nil {
 			a.Logger.ErrorContext(ctx, "write metrics", "error", err.Error())
@@ -322,17 +323,6 @@ func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, err
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
 	}
 	return mcpserver.Extension{ID: tasks.Extension, Install: svc.Install}, nil
-}
-
-// withRequestID carries the adapter's server-minted request id into the
-// MCP layer, so audit records and the X-Request-Id header agree.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := lambdahttp.RequestIDFrom(r.Context()); id != "" {
-			r = r.WithContext(mcpserver.ContextWithRequestID(r.Context(), id))
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // LambdaOptions are the adapter options matching this configuration. In

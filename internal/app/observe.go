@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 
-	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -15,7 +15,7 @@ import (
 func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, tools.TransitionReport) {
 	return func(ctx context.Context, t tools.TransitionReport) {
 		auditor.Record(ctx, obs.AuditRecord{
-			Kind: obs.KindTransition, RequestID: mcpserver.RequestIDFrom(ctx), Tool: t.Tool,
+			Kind: obs.KindTransition, RequestID: requestid.From(ctx).Request, Tool: t.Tool,
 			OperationHash: obs.HashID(t.To.Key.ClientID+"|"+t.To.Key.Tool, t.To.Key.OperationID),
 			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
 			ClientPrincipal: t.To.Key.ClientID, EndUserPrincipal: t.To.EndUserID,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Log keys every line of an invocation carries, so the API Gateway access
@@ -17,9 +19,8 @@ const (
 
 // Invocation identifies one function invocation in its logs.
 type Invocation struct {
-	Function         string // AWS_LAMBDA_FUNCTION_NAME
-	ColdStart        bool   // the first invocation of this process
-	GatewayRequestID string // API Gateway's requestContext.requestId; empty for other triggers
+	Function  string // AWS_LAMBDA_FUNCTION_NAME
+	ColdStart bool   // the first invocation of this process
 }
 
 type invocationKey struct{}
@@ -57,9 +58,9 @@ func (j joinKeys) Handle(ctx context.Context, r slog.Record) error {
 			r.AddAttrs(slog.String(KeyFunction, inv.Function))
 		}
 		r.AddAttrs(slog.Bool(KeyColdStart, inv.ColdStart))
-		if inv.GatewayRequestID != "" {
-			r.AddAttrs(slog.String(KeyGatewayRequestID, inv.GatewayRequestID))
-		}
+	}
+	if id := requestid.From(ctx).Gateway; id != "" {
+		r.AddAttrs(slog.String(KeyGatewayRequestID, id))
 	}
 	if id := TraceID(ctx); id != "" {
 		r.AddAttrs(slog.String(KeyTraceID, id))
