@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -81,13 +82,19 @@ func NewTracer(cfg TracerConfig) (*Tracer, error) {
 // Enabled reports whether the tracer records anything.
 func (t *Tracer) Enabled() bool { return t != nil && t.enabled }
 
-// Close releases the daemon socket.
+// Close releases the daemon socket. Spans that end later are dropped.
 func (t *Tracer) Close() error {
-	if t == nil || t.conn == nil {
+	if t == nil {
+		return nil
+	}
+	t.connOnce.Do(func() { t.connErr = errTracerClosed }) // orders Close after any dial
+	if t.conn == nil {
 		return nil
 	}
 	return t.conn.Close()
 }
+
+var errTracerClosed = errors.New("tracer closed")
 
 // daemonDocHeader precedes every document in a datagram.
 const daemonDocHeader = `{"format":"json","version":1}` + "\n"
@@ -97,7 +104,7 @@ const daemonDocHeader = `{"format":"json","version":1}` + "\n"
 func (t *Tracer) send(doc []byte) {
 	t.connOnce.Do(func() { t.conn, t.connErr = net.DialUDP("udp", nil, t.daemon) })
 	if t.connErr != nil {
-		t.dropped(fmt.Errorf("dial x-ray daemon %s: %w", t.daemon, t.connErr))
+		t.dropped(fmt.Errorf("x-ray daemon %s: %w", t.daemon, t.connErr))
 		return
 	}
 	msg := make([]byte, 0, len(daemonDocHeader)+len(doc))

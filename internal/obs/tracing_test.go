@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -322,4 +323,18 @@ func TestInstrumentedAWSCallOutsideATraceIsUntraced(t *testing.T) {
 	_, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}}})
 	require.NoError(t, err)
 	assert.Empty(t, wireHeader)
+}
+
+// A segment that cannot be sent is logged and dropped: the traced call's
+// own result is untouched.
+func TestASegmentThatCannotBeSentIsLoggedNotFailed(t *testing.T) {
+	var log bytes.Buffer
+	tr, err := NewTracer(TracerConfig{Enabled: true, DaemonAddr: newDaemon(t).conn.LocalAddr().(*net.UDPAddr),
+		Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	require.NoError(t, err)
+	require.NoError(t, tr.Close())
+	want := errors.New("provider said no")
+	assert.Same(t, want, tr.Segment(lambdaContext(), "dispatch", func(context.Context) error { return want }))
+	assert.Contains(t, log.String(), "trace segment dropped")
+	assert.Contains(t, log.String(), "tracer closed")
 }
