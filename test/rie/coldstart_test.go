@@ -49,8 +49,16 @@ func TestColdStartSideBySide(t *testing.T) {
 	event := withBearer(t, sample(t, "apigw-tools-list.json"), token)
 
 	results := map[string]*coldStats{"intentgate": {}, "bare go-sdk": {}}
+	contestants := []struct{ name, bin string }{{"intentgate", ours}, {"bare go-sdk", bare}}
+	// INTENTGATE_BENCH_BASELINE: another build of functions/mcp (e.g. the
+	// previous commit's), measured in the same rounds, so a change is
+	// compared under the same machine load.
+	if other := os.Getenv("INTENTGATE_BENCH_BASELINE"); other != "" {
+		results["baseline"] = &coldStats{}
+		contestants = append(contestants, struct{ name, bin string }{"baseline", other})
+	}
 	for range rounds {
-		for _, fn := range []struct{ name, bin string }{{"intentgate", ours}, {"bare go-sdk", bare}} {
+		for _, fn := range contestants {
 			st := results[fn.name]
 			fnEnv := env
 			if fn.name == "bare go-sdk" {
@@ -88,12 +96,21 @@ func TestColdStartSideBySide(t *testing.T) {
 		return fi.Size()
 	}
 	o, r := results["intentgate"], results["bare go-sdk"]
+	base := results["baseline"]
 	row := func(name string, ov, bv float64, unit string) string {
-		return fmt.Sprintf("%-26s %12.1f %12.1f %8.2fx  %s\n", name, ov, bv, ov/bv, unit)
+		line := fmt.Sprintf("%-26s %12.1f %12.1f %8.2fx", name, ov, bv, ov/bv)
+		if base != nil {
+			line += fmt.Sprintf(" %12.1f %8.2fx", baselineFigure(name, base), baselineFigure(name, base)/bv)
+		}
+		return line + "  " + unit + "\n"
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "cold start under the Lambda Runtime Interface Emulator: %d rounds, %d warm invokes each, tools/list\n", rounds, warm)
-	fmt.Fprintf(&out, "%-26s %12s %12s %9s\n", "", "intentgate", "bare go-sdk", "ratio")
+	header := fmt.Sprintf("%-26s %12s %12s %9s", "", "intentgate", "bare go-sdk", "ratio")
+	if base != nil {
+		header += fmt.Sprintf(" %12s %9s", "baseline", "ratio")
+	}
+	out.WriteString(header + "\n")
 	out.WriteString(row("cold invoke, median", ms(median(o.cold)), ms(median(r.cold)), "ms (process start + init + 1st request)"))
 	out.WriteString(row("cold invoke, fastest", ms(slices.Min(o.cold)), ms(slices.Min(r.cold)), "ms"))
 	out.WriteString(row("cold CPU, median", ms(median(o.coldCPU)), ms(median(r.coldCPU)), "ms (function process, user+system, to 1st answer)"))
@@ -101,6 +118,9 @@ func TestColdStartSideBySide(t *testing.T) {
 	out.WriteString(row("warm p50", ms(pct(o.warm, 50)), ms(pct(r.warm, 50)), "ms"))
 	out.WriteString(row("warm p99", ms(pct(o.warm, 99)), ms(pct(r.warm, 99)), "ms"))
 	out.WriteString(row("peak RSS", float64(o.rssKB)/1024, float64(r.rssKB)/1024, "MiB (VmHWM)"))
+	if base != nil {
+		base.sizeMiB = float64(size(os.Getenv("INTENTGATE_BENCH_BASELINE"))) / (1 << 20)
+	}
 	out.WriteString(row("binary size", float64(size(ours))/(1<<20), float64(size(bare))/(1<<20), "MiB (stripped)"))
 	out.WriteString("targets: cold <= 1.5x, binary <= 2x. intentgate verifies a JWT, the bare one has no auth.\n")
 	fmt.Print(out.String())
@@ -109,6 +129,30 @@ func TestColdStartSideBySide(t *testing.T) {
 type coldStats struct {
 	cold, coldCPU, first, warm []time.Duration
 	rssKB                      int
+	sizeMiB                    float64
+}
+
+// baselineFigure is the baseline build's value of the row named name.
+func baselineFigure(name string, st *coldStats) float64 {
+	switch name {
+	case "cold invoke, median":
+		return ms(median(st.cold))
+	case "cold invoke, fastest":
+		return ms(slices.Min(st.cold))
+	case "cold CPU, median":
+		return ms(median(st.coldCPU))
+	case "second invoke, median":
+		return ms(median(st.first))
+	case "warm p50":
+		return ms(pct(st.warm, 50))
+	case "warm p99":
+		return ms(pct(st.warm, 99))
+	case "peak RSS":
+		return float64(st.rssKB) / 1024
+	case "binary size":
+		return st.sizeMiB
+	}
+	return 0
 }
 
 func buildStripped(ctx context.Context, root, pkg, out string) error {
