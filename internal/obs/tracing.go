@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-xray-sdk-go/daemoncfg"
@@ -109,7 +110,14 @@ func (t *Tracer) send(doc []byte) {
 	}
 	msg := make([]byte, 0, len(daemonDocHeader)+len(doc))
 	msg = append(append(msg, daemonDocHeader...), doc...)
-	if _, err := t.conn.Write(msg); err != nil {
+	_, err := t.conn.Write(msg)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// No daemon listening (a local run under the emulator): the kernel
+		// reports the previous datagram's ICMP refusal on this write. Not a
+		// fault of this process: a debug line, not a warning per span.
+		t.logger.Debug("no x-ray daemon listening", "addr", t.daemon.String())
+	case err != nil:
 		t.dropped(fmt.Errorf("send segment to x-ray daemon %s: %w", t.daemon, err))
 	}
 }

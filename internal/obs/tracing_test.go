@@ -338,3 +338,19 @@ func TestASegmentThatCannotBeSentIsLoggedNotFailed(t *testing.T) {
 	assert.Contains(t, log.String(), "trace segment dropped")
 	assert.Contains(t, log.String(), "tracer closed")
 }
+
+// With no daemon listening (a local run under the emulator) the spans are
+// lost quietly: the kernel's refusals are not warnings.
+func TestNoDaemonListeningIsNotAWarning(t *testing.T) {
+	gone := newDaemon(t)
+	addr := gone.conn.LocalAddr().(*net.UDPAddr)
+	require.NoError(t, gone.conn.Close())
+	var log bytes.Buffer
+	tr, err := NewTracer(TracerConfig{Enabled: true, DaemonAddr: addr, Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tr.Close() })
+	for range 5 {
+		require.NoError(t, tr.Segment(lambdaContext(), "dispatch", func(context.Context) error { return nil }))
+	}
+	assert.Empty(t, log.String())
+}
