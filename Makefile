@@ -149,7 +149,8 @@ destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations 
 # ---------------------------------------------------------------- cold start
 # Ours vs a bare go-sdk MCP Lambda (infra/bench/baremcp) under the Lambda
 # Runtime Interface Emulator, side by side in one run (test/rie installs the
-# emulator). INTENTGATE_BENCH_ROUNDS / _WARM change the sample sizes.
+# emulator). INTENTGATE_BENCH_ROUNDS / _WARM change the sample sizes;
+# INTENTGATE_BENCH_BASELINE=<bootstrap> adds another build to the same rounds.
 .PHONY: bench-coldstart
 bench-coldstart: $(VENV_STAMP) ## Cold start, first/warm invoke, RSS and size: intentgate vs bare go-sdk MCP Lambda
 	INTENTGATE_BENCH_COLDSTART=1 $(GO) test -count=1 -timeout 20m -run '^TestColdStartSideBySide$$' -v ./test/rie \

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-xray-sdk-go/xray"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/lambdahttp"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/stack"
 )
 
@@ -31,7 +31,7 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	daemon, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = daemon.Close() })
-	require.NoError(t, xray.Configure(xray.Config{DaemonAddr: daemon.LocalAddr().String()}))
+	t.Setenv("AWS_XRAY_DAEMON_ADDRESS", daemon.LocalAddr().String())
 
 	ctx := context.Background()
 	out := &syncBuffer{}
@@ -53,15 +53,18 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 	require.NoError(t, err)
 
 	const traceID = "1-6a8861ec-3c1f0e7d9b2a4c5e6f708192"
+	lambdaIDs := map[string]string{} // gateway request id -> Lambda request id
 	invoke := func(file, requestID string) string {
 		ev := loadEvent(t, file, token)
 		lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: requestID})
-		lctx = context.WithValue(lctx, xray.LambdaTraceHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1")
+		lctx = context.WithValue(lctx, obs.LambdaTraceHeaderKey, "Root="+traceID+";Parent=53995c3f42cd8ad8;Sampled=1")
 		lctx, cancel := context.WithTimeout(lctx, 20*time.Second)
 		defer cancel()
 		resp, err := handle(lctx, ev)
 		require.NoError(t, err)
 		require.Equal(t, 200, resp.StatusCode, resp.Body)
+		assert.Equal(t, requestID, resp.Headers["X-Request-Id"], "the caller sees the invocation's request id")
+		lambdaIDs[ev.RequestContext.RequestID] = requestID
 		return ev.RequestContext.RequestID
 	}
 	out.Reset() // start-up lines (JWKS fetch) belong to no invocation
@@ -77,6 +80,8 @@ func TestInvocationsAreTracedAndEveryLineCarriesTheJoinKeys(t *testing.T) {
 		lines++
 		if doc["msg"] == "audit" {
 			audits++
+			gw, _ := doc["gateway_request_id"].(string)
+			assert.Equal(t, lambdaIDs[gw], doc["request_id"], "one request id per request, in every audit record: %s", line)
 		}
 		assert.Equal(t, "intentgate-test-mcp", doc["function"], "%s", line)
 		assert.Equal(t, traceID, doc["xray_trace_id"], "%s", line)

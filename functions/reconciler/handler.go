@@ -27,7 +27,7 @@ type envelope struct {
 // subsegment (a Lambda facade segment takes no annotations) and its log
 // lines carry the invocation's join keys.
 func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
-	ctx, done := r.app.Invocation(ctx, "")
+	ctx, done := r.app.Invocation(ctx)
 	defer done()
 	var out any
 	err := r.app.Tracer.Segment(ctx, "intentgate-reconciler", func(ctx context.Context) error {
@@ -49,18 +49,18 @@ func (r *reconciler) dispatch(ctx context.Context, payload json.RawMessage) (any
 	case env.Source == "aws.events" && env.DetailType == "Scheduled Event":
 		rep, err := r.svc.Sweep(ctx)
 		for range rep.ClaimsLost {
-			_ = r.metrics.ClaimConflict(ctx)
+			r.metrics.ClaimConflict(ctx)
 		}
 		// The UNKNOWN-too-old alarm watches this. 0 when the sweep saw no
 		// UNKNOWN; skipped only when a failed sweep saw none (nothing known).
 		if err == nil || rep.OldestUnknownAge > 0 {
-			_ = r.metrics.UnknownOldestAge(ctx, rep.OldestUnknownAge)
+			r.metrics.UnknownOldestAge(ctx, rep.OldestUnknownAge)
 		}
 		if err == nil || rep.OldestRetryableAge > 0 {
-			_ = r.metrics.RetryableOldestAge(ctx, rep.OldestRetryableAge)
+			r.metrics.RetryableOldestAge(ctx, rep.OldestRetryableAge)
 		}
 		// The unrunnable-operations alarm watches this: each is parked once.
-		_ = r.metrics.UnrunnableOperations(ctx, rep.Unrunnable)
+		r.metrics.UnrunnableOperations(ctx, rep.Unrunnable)
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
 			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),
@@ -107,7 +107,7 @@ func (r *reconciler) handleStream(ctx context.Context, raws []json.RawMessage) (
 	}
 	resp.BatchItemFailures = append(resp.BatchItemFailures, out.BatchItemFailures...)
 	for range resp.BatchItemFailures {
-		_ = r.metrics.StreamRecordFailure(ctx)
+		r.metrics.StreamRecordFailure(ctx)
 	}
 	return resp, nil
 }

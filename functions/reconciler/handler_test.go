@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -48,6 +49,12 @@ type harness struct {
 // only the clock and stdout are replaced.
 func newHarness(t *testing.T) harness {
 	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with extra environment values.
+func newHarnessWith(t *testing.T, extra map[string]string) harness {
+	t.Helper()
 	ctx := context.Background()
 	sim := riskapi.New(riskapi.Config{APIKey: "sim-key", HoldLimit: 5 * time.Second})
 	server := httptest.NewServer(sim)
@@ -61,6 +68,7 @@ func newHarness(t *testing.T) harness {
 		// than the 300 ms production store budget; nothing here measures it.
 		"INTENTGATE_BUDGET_STORE": "3s",
 	}
+	maps.Copy(env, extra)
 	c := testclock.New(time.Date(2026, 7, 28, 10, 31, 8, 0, time.UTC))
 	out := &bytes.Buffer{}
 	r, err := build(ctx, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, app.Options{Clock: c.Now, Out: out})

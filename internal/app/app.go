@@ -24,6 +24,7 @@ import (
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
@@ -76,7 +77,12 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if cfg.Stage == "" {
 		cfg.Stage = DefaultStage // a Config not from FromEnv; an empty dimension would fail every metric
 	}
-	awsCfg, err := loadAWSConfig(ctx, cfg)
+	logger := slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	tracer, err := obs.NewTracer(obs.TracerConfig{Enabled: cfg.Tracing, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	awsCfg, err := loadAWSConfig(ctx, cfg, tracer)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -91,9 +97,9 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 		// Audit records are never filtered by the log level.
 		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
-		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}),
-		Tracer:  obs.NewTracer(cfg.Tracing),
-		Logger:  slog.New(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: cfg.LogLevel}))),
+		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}).WithErrorLog(logger),
+		Tracer:  tracer,
+		Logger:  logger,
 	}
 	db := opts.DynamoDB
 	if db == nil {
@@ -162,12 +168,13 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	return families, nil
 }
 
-// Close releases background work (the JWKS cache).
+// Close releases background work (the JWKS cache) and the trace socket.
 func (a *App) Close(ctx context.Context) error {
-	if a.verifier == nil {
-		return nil
+	var errs []error
+	if a.verifier != nil {
+		errs = append(errs, a.verifier.Close(ctx))
 	}
-	return a.verifier.Close(ctx)
+	return errors.Join(append(errs, a.Tracer.Close())...)
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
@@ -241,10 +248,10 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
 		ResourceMetadataURL: metadataURL, Logger: a.Logger,
 		OnReject: func(ctx context.Context, reason string) {
-			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: lambdahttp.RequestIDFrom(ctx)})
-			_ = a.Metrics.AuthRejection(ctx, reason)
+			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: requestid.From(ctx).Request})
+			a.Metrics.AuthRejection(ctx, reason)
 			if auth.IsInvalidTokenReason(reason) {
-				_ = a.Metrics.InvalidToken(ctx, reason)
+				a.Metrics.InvalidToken(ctx, reason)
 			}
 		},
 	})
@@ -261,16 +268,16 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	for _, p := range paths {
 		mux.Handle("GET "+p, meta)
 	}
-	mux.Handle("/mcp", authn(withRequestID(mcpHandler)))
+	mux.Handle("/mcp", authn(mcpHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
 }
 
 // withInvocation marks each request as one invocation for the logs (see
-// Invocation), with API Gateway's request id when the adapter has one.
+// Invocation).
 func (a *App) withInvocation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, done := a.Invocation(r.Context(), lambdahttp.GatewayRequestIDFrom(r.Context()))
+		ctx, done := a.Invocation(r.Context())
 		defer done()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -278,11 +285,11 @@ func (a *App) withInvocation(next http.Handler) http.Handler {
 
 // Invocation returns ctx marked as one invocation of this process: every
 // log line and audit record written with it carries the function name,
-// whether it is the cold start, gatewayRequestID (empty for non-HTTP
-// triggers) and the X-Ray trace id, and its metrics are batched into one
+// whether it is the cold start, the request ids the front set
+// (internal/requestid; none for non-HTTP triggers) and the X-Ray trace id, and its metrics are batched into one
 // EMF document per dimension set, written by done (call it when the
 // invocation ends). The cold start is also counted (cold_starts).
-func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ context.Context, done func()) {
+func (a *App) Invocation(ctx context.Context) (_ context.Context, done func()) {
 	ctx, batch := a.Metrics.StartBatch(ctx)
 	cold := a.coldStarts.First()
 	function := a.Config.FunctionName
@@ -291,9 +298,9 @@ func (a *App) Invocation(ctx context.Context, gatewayRequestID string) (_ contex
 		if name == "" {
 			name = "local"
 		}
-		_ = a.Metrics.ColdStart(ctx, name)
+		a.Metrics.ColdStart(ctx, name)
 	}
-	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold, GatewayRequestID: gatewayRequestID})
+	ctx = obs.WithInvocation(ctx, obs.Invocation{Function: function, ColdStart: cold})
 	return ctx, func() {
 		if err := batch.Flush(); err != nil {
 			a.Logger.ErrorContext(ctx, "write metrics", "error", err.Error())
@@ -316,17 +323,6 @@ func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, err
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
 	}
 	return mcpserver.Extension{ID: tasks.Extension, Install: svc.Install}, nil
-}
-
-// withRequestID carries the adapter's server-minted request id into the
-// MCP layer, so audit records and the X-Request-Id header agree.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := lambdahttp.RequestIDFrom(r.Context()); id != "" {
-			r = r.WithContext(mcpserver.ContextWithRequestID(r.Context(), id))
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // LambdaOptions are the adapter options matching this configuration. In

@@ -7,17 +7,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-xray-sdk-go/instrumentation/awsv2"
+
+	"github.com/intentgate/intentgate/internal/obs"
 )
 
 // loadAWSConfig loads the one aws.Config every AWS client of the process
 // (DynamoDB, SSM) is built from: one credential chain and region lookup at
 // cold start, and, with tracing on, one X-Ray instrumentation so each SDK
-// call is a subsegment of the invocation's trace. With an endpoint override
+// call made inside a traced invocation is a subsegment of its trace. With an endpoint override
 // (moto, LocalStack) and no credentials in the environment, static dummy
 // credentials are used: local engines accept any signature, but the SDK
 // refuses to sign without one.
-func loadAWSConfig(ctx context.Context, cfg Config) (aws.Config, error) {
+func loadAWSConfig(ctx context.Context, cfg Config, tracer *obs.Tracer) (aws.Config, error) {
 	region := cfg.Region
 	if region == "" {
 		region = "us-east-1"
@@ -31,8 +32,6 @@ func loadAWSConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
 	}
-	if cfg.Tracing {
-		awsv2.AWSV2Instrumentor(&awsCfg.APIOptions)
-	}
+	tracer.InstrumentAWS(&awsCfg.APIOptions)
 	return awsCfg, nil
 }

@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 
-	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -15,7 +15,7 @@ import (
 func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, tools.TransitionReport) {
 	return func(ctx context.Context, t tools.TransitionReport) {
 		auditor.Record(ctx, obs.AuditRecord{
-			Kind: obs.KindTransition, RequestID: mcpserver.RequestIDFrom(ctx), Tool: t.Tool,
+			Kind: obs.KindTransition, RequestID: requestid.From(ctx).Request, Tool: t.Tool,
 			OperationHash: obs.HashID(t.To.Key.ClientID+"|"+t.To.Key.Tool, t.To.Key.OperationID),
 			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
 			ClientPrincipal: t.To.Key.ClientID, EndUserPrincipal: t.To.EndUserID,
@@ -24,16 +24,16 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,
 		})
 		if t.DownstreamLatency > 0 {
-			_ = metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
+			metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)
 		}
 		if t.Event.Source != "" && t.Event.Result != "" && t.From.State == operation.StateUnknown {
-			_ = metrics.ReconcileProbe(ctx, t.Event.Source, t.Event.Result)
+			metrics.ReconcileProbe(ctx, t.Event.Source, t.Event.Result)
 		}
 		switch {
 		case t.To.State == operation.StateUnknown && t.From.State != operation.StateUnknown:
-			_ = metrics.UnknownOperation(ctx, t.Tool)
+			metrics.UnknownOperation(ctx, t.Tool)
 		case t.To.State == operation.StateEscalated:
-			_ = metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
+			metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
 		}
 	}
 }

@@ -44,6 +44,8 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 	if len(todo) == 0 {
 		return cfg, nil
 	}
+	// The process's one aws.Config (loadAWSConfig): the same credentials,
+	// region and tracing as the DynamoDB client.
 	client := ssm.NewFromConfig(awsCfg, func(o *ssm.Options) {
 		if cfg.SSMEndpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.SSMEndpoint)
@@ -62,9 +64,6 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 	}
 	return cfg, nil
 }
-
-// newSSMClient builds an SSM client the way store.NewClient builds the
-// DynamoDB one: an endpoint override (moto, LocalStack) gets static local
 
 var errEmptyParameter = errors.New("parameter has no value")
 

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
@@ -49,7 +53,7 @@ func putSecureString(t *testing.T, name, value string) {
 		t.Skip("SSM tests need an endpoint engine (moto or LocalStack), not real AWS")
 	}
 	ctx := context.Background()
-	awsCfg, err := loadAWSConfig(ctx, Config{SSMEndpoint: engine.Endpoint(), Region: engine.Region()})
+	awsCfg, err := loadAWSConfig(ctx, Config{SSMEndpoint: engine.Endpoint(), Region: engine.Region()}, nil)
 	require.NoError(t, err)
 	client := ssm.NewFromConfig(awsCfg, func(o *ssm.Options) { o.BaseEndpoint = aws.String(engine.Endpoint()) })
 	_, err = client.PutParameter(ctx, &ssm.PutParameterInput{
@@ -180,4 +184,37 @@ func (emptyReader) GetParameter(context.Context, *ssm.GetParameterInput, ...func
 
 func mapLookup(env map[string]string) Lookup {
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+// The SSM client is built from the process's one aws.Config, so it carries
+// the same X-Ray instrumentation as the DynamoDB client: a read made inside
+// a traced invocation is an SSM subsegment (GetParameter) of its trace.
+func TestSSMReadsShareTheTracedAWSConfig(t *testing.T) {
+	putSecureString(t, "/intentgate/test/traced-key", "traced-secret")
+	daemon, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = daemon.Close() })
+	tracer, err := obs.NewTracer(obs.TracerConfig{Enabled: true, DaemonAddr: daemon.LocalAddr().(*net.UDPAddr)})
+	require.NoError(t, err)
+	cfg := engineConfig(t, map[string]string{"INTENTGATE_RISK_API_KEY_PARAMETER": "/intentgate/test/traced-key"})
+	awsCfg, err := loadAWSConfig(context.Background(), cfg, tracer)
+	require.NoError(t, err)
+
+	ctx := context.WithValue(context.Background(), obs.LambdaTraceHeaderKey, //nolint:staticcheck // aws-lambda-go's key is a string
+		"Root=1-6a8861ec-3c1f0e7d9b2a4c5e6f708194;Parent=53995c3f42cd8ad8;Sampled=1")
+	got, err := resolveAPIKeys(ctx, cfg, awsCfg)
+	require.NoError(t, err)
+	require.Equal(t, "traced-secret", got.RiskAPIKey)
+
+	buf := make([]byte, 64<<10)
+	require.NoError(t, daemon.SetReadDeadline(time.Now().Add(10*time.Second))) // a safety net, not a timing check
+	n, _, err := daemon.ReadFromUDP(buf)
+	require.NoError(t, err)
+	_, body, _ := strings.Cut(string(buf[:n]), "\n")
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	assert.Equal(t, "SSM", doc["name"])
+	assert.Equal(t, "1-6a8861ec-3c1f0e7d9b2a4c5e6f708194", doc["trace_id"])
+	assert.Equal(t, "GetParameter", doc["aws"].(map[string]any)["operation"])
+	assert.NotContains(t, body, "traced-secret", "the secret never enters a trace")
 }

@@ -126,9 +126,9 @@ func (g *Gateway) begin(call mcpserver.Call) *callRecord {
 func (g *Gateway) finish(ctx context.Context, rec *callRecord) {
 	rec.Duration = time.Since(rec.start)
 	g.cfg.Auditor.Record(ctx, rec.AuditRecord)
-	_ = g.cfg.Metrics.ToolCall(ctx, rec.Tool)
+	g.cfg.Metrics.ToolCall(ctx, rec.Tool)
 	if rec.Code != "" {
-		_ = g.cfg.Metrics.ToolError(ctx, rec.Tool, rec.Code)
+		g.cfg.Metrics.ToolError(ctx, rec.Tool, rec.Code)
 	}
 }
 
@@ -247,7 +247,7 @@ func (g *Gateway) admit(ctx context.Context, rec *callRecord) (func(), *mcp.Call
 	if errors.As(err, &over) {
 		retryAfter, reason = over.RetryAfter, over.Reason
 	}
-	_ = g.cfg.Metrics.Overloaded(ctx, rec.Tool, reason)
+	g.cfg.Metrics.Overloaded(ctx, rec.Tool, reason)
 	rec.Code, rec.ErrorClass = string(tools.CodeOverloaded), reason
 	secs := int(retryAfter.Round(time.Second) / time.Second)
 	return nil, mcpserver.BusinessError(tools.CodeOverloaded,

@@ -8,7 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/google/uuid"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // LambdaHandler is the function shape lambda.Start accepts for HTTP API
@@ -24,7 +25,7 @@ func Handler(h http.Handler, opts Options) LambdaHandler {
 	log := opts.logger()
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		ids := invocationIDs(ctx, ev)
-		ctx = withRequestIDs(ctx, ids)
+		ctx = requestid.With(ctx, ids)
 		if claims := jwtClaims(ev); claims != nil && opts.WithGatewayClaims != nil {
 			ctx = opts.WithGatewayClaims(ctx, claims)
 		}
@@ -32,16 +33,16 @@ func Handler(h http.Handler, opts Options) LambdaHandler {
 		req, err := newRequest(ctx, ev)
 		if err != nil {
 			log.WarnContext(ctx, "rejecting malformed API Gateway event",
-				"request_id", ids.request, "gateway_request_id", ids.gateway, "error", err)
+				"request_id", ids.Request, "gateway_request_id", ids.Gateway, "error", err)
 			return errorResponse(http.StatusBadRequest), nil
 		}
-		if req.Header.Get(RequestIDHeader) == "" {
-			req.Header.Set(RequestIDHeader, ids.request)
+		if req.Header.Get(requestid.Header) == "" {
+			req.Header.Set(requestid.Header, ids.Request)
 		}
 
 		w := newResponseWriter()
 		if p := serveRecovering(h, w, req); p != nil && p.value != http.ErrAbortHandler {
-			log.ErrorContext(ctx, "handler panicked", "request_id", ids.request,
+			log.ErrorContext(ctx, "handler panicked", "request_id", ids.Request,
 				"panic", fmt.Sprint(p.value), "stack", string(p.stack))
 		}
 		return w.toEvent(req.Method), nil
@@ -51,16 +52,16 @@ func Handler(h http.Handler, opts Options) LambdaHandler {
 // invocationIDs picks the request ids: the Lambda invocation id first (it
 // tags the function's own log lines and trace), API Gateway's id second, and
 // a fresh id when neither exists (direct invokes in tests).
-func invocationIDs(ctx context.Context, ev events.APIGatewayV2HTTPRequest) requestIDs {
-	ids := requestIDs{gateway: ev.RequestContext.RequestID}
+func invocationIDs(ctx context.Context, ev events.APIGatewayV2HTTPRequest) requestid.IDs {
+	ids := requestid.IDs{Gateway: ev.RequestContext.RequestID}
 	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		ids.request = lc.AwsRequestID
+		ids.Request = lc.AwsRequestID
 	}
-	if ids.request == "" {
-		ids.request = ids.gateway
+	if ids.Request == "" {
+		ids.Request = ids.Gateway
 	}
-	if ids.request == "" {
-		ids.request = uuid.NewString()
+	if ids.Request == "" {
+		ids.Request = requestid.New()
 	}
 	return ids
 }

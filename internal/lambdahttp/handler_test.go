@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // echo is what the echo handler saw of the request.
@@ -56,7 +58,7 @@ func echoHandler() http.Handler {
 			Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, RequestURI: r.RequestURI,
 			Host: r.Host, RemoteAddr: r.RemoteAddr, Proto: r.Proto, ContentLength: r.ContentLength,
 			Header: r.Header, Body: string(body),
-			RequestID: RequestIDFrom(r.Context()), GatewayID: GatewayRequestIDFrom(r.Context()),
+			RequestID: requestid.From(r.Context()).Request, GatewayID: requestid.From(r.Context()).Gateway,
 		}
 		e.Claims, _ = r.Context().Value(claimsKey{}).(map[string]string)
 		if d, ok := r.Context().Deadline(); ok {

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/google/uuid"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // minShutdownGrace is how long plain-HTTP mode waits for in-flight requests
@@ -76,21 +77,21 @@ func ServeListener(ctx context.Context, ln net.Listener, h http.Handler, opts Op
 }
 
 // LocalHandler gives plain-HTTP requests what Handler gives Lambda ones: a
-// server-minted request id (RequestIDFrom, and X-Request-Id when the caller
+// server-minted request id (requestid.From, and X-Request-Id when the caller
 // sent none) and, when LocalTimeout is set, a deadline. JWT claims are never
 // taken here: without API Gateway the server verifies the bearer itself.
 func LocalHandler(h http.Handler, opts Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := uuid.NewString()
-		ctx := WithRequestID(r.Context(), id)
+		id := requestid.New()
+		ctx := requestid.With(r.Context(), requestid.IDs{Request: id})
 		if opts.LocalTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, opts.LocalTimeout)
 			defer cancel()
 		}
 		r = r.WithContext(ctx)
-		if r.Header.Get(RequestIDHeader) == "" {
-			r.Header.Set(RequestIDHeader, id)
+		if r.Header.Get(requestid.Header) == "" {
+			r.Header.Set(requestid.Header, id)
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -13,19 +13,16 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Header names this package reads or writes.
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderRequestID      = "X-Request-Id"
 )
-
-type requestIDKey struct{}
 
 type requestInfoKey struct{}
 
@@ -37,20 +34,6 @@ type requestInfo struct {
 	header      http.Header
 	deadline    time.Time
 	hasDeadline bool
-}
-
-// ContextWithRequestID returns ctx carrying id as the request id. The Lambda
-// entry point (or a test) may set it before calling the handler; the
-// boundary then keeps it instead of deriving one.
-func ContextWithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// RequestIDFrom returns the request id of the HTTP request being served, or
-// "" outside a request served by the handler New returns.
-func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
 }
 
 // RequestParams returns the params of the JSON-RPC request being served as
@@ -70,8 +53,8 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 }
 
 // boundary wraps the SDK's streamable handler. It
-//   - fixes a request id (context, Lambda request id, or new) and returns it
-//     as X-Request-Id,
+//   - keeps the request id the front set (internal/requestid), or mints
+//     one, and returns it as X-Request-Id,
 //   - records the JSON-RPC id and the request deadline (the SDK hides the
 //     HTTP request's deadline from tool handlers),
 //   - refuses a body over maxBody after reading at most that much, and one
@@ -95,9 +78,10 @@ const maxEchoedToolName = 64
 
 func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	requestID := requestIDFor(r)
-	ctx = ContextWithRequestID(ctx, requestID)
-	w.Header().Set(HeaderRequestID, requestID)
+	// Always server-minted: a caller's X-Request-Id is not unique and must
+	// not key audit records.
+	ctx, ids := requestid.Ensure(ctx)
+	w.Header().Set(requestid.Header, ids.Request)
 
 	info := &requestInfo{header: r.Header}
 	info.deadline, info.hasDeadline = ctx.Deadline()
@@ -267,19 +251,6 @@ func hex4(b []byte) (rune, bool) {
 		}
 	}
 	return r, true
-}
-
-// requestIDFor picks the request id: one already in the context, else the
-// Lambda request id, else a new UUID. It is always minted server-side: a
-// caller's X-Request-Id is not unique and must not key audit records.
-func requestIDFor(r *http.Request) string {
-	if id := RequestIDFrom(r.Context()); id != "" {
-		return id
-	}
-	if lc, ok := lambdacontext.FromContext(r.Context()); ok && lc.AwsRequestID != "" {
-		return lc.AwsRequestID
-	}
-	return uuid.NewString()
 }
 
 func isJSON(contentType string) bool {

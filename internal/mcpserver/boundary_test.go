@@ -9,26 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 type principalKey struct{}
 
 // withOuter wraps h the way an auth layer or the Lambda adapter would:
 // a context value, a deadline, and optionally a preset request id.
-func withOuter(h http.Handler, deadline time.Time, requestID string, lambdaID string) http.Handler {
+func withOuter(h http.Handler, deadline time.Time, requestID string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := context.WithValue(r.Context(), principalKey{}, "user-42")
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		if requestID != "" {
-			ctx = ContextWithRequestID(ctx, requestID)
-		}
-		if lambdaID != "" {
-			ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: lambdaID})
+			ctx = requestid.With(ctx, requestid.IDs{Request: requestID})
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -42,7 +40,7 @@ func TestHandlerSeesOuterContextValuesAndTheRequestDeadline(t *testing.T) {
 	h, err := New(Config{Name: "n", Version: "v"}, reviewTool(rec))
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
-	srv := newLoopbackServer(t, withOuter(h, deadline, "", ""))
+	srv := newLoopbackServer(t, withOuter(h, deadline, ""))
 
 	resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, validCall)
 	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
@@ -60,13 +58,11 @@ func TestRequestIDPrecedence(t *testing.T) {
 	cases := []struct {
 		name      string
 		preset    string
-		lambdaID  string
 		header    string
 		want      string
 		generated bool
 	}{
-		{name: "preset in context wins", preset: "ctx-id", lambdaID: "lambda-id", header: "hdr-id", want: "ctx-id"},
-		{name: "Lambda request id next", lambdaID: "lambda-id", header: "hdr-id", want: "lambda-id"},
+		{name: "the front's id wins", preset: "ctx-id", header: "hdr-id", want: "ctx-id"},
 		{name: "caller's X-Request-Id is not trusted", header: "hdr-id", generated: true},
 		{name: "none: a UUID", generated: true},
 	}
@@ -75,18 +71,18 @@ func TestRequestIDPrecedence(t *testing.T) {
 			rec := &recorder{}
 			h, err := New(Config{Name: "n", Version: "v"}, reviewTool(rec))
 			require.NoError(t, err)
-			srv := newLoopbackServer(t, withOuter(h, far, tc.preset, tc.lambdaID))
+			srv := newLoopbackServer(t, withOuter(h, far, tc.preset))
 			header := http.Header{"MCP-Protocol-Version": {version20250618}}
 			if tc.header != "" {
-				header.Set(HeaderRequestID, tc.header)
+				header.Set(requestid.Header, tc.header)
 			}
 			resp := post(t, testContext(t), srv.URL, header, validCall)
 			require.Equal(t, http.StatusOK, resp.status)
 			calls := rec.snapshot()
 			require.Len(t, calls, 1)
 			got := calls[0].RequestID
-			assert.Equal(t, got, resp.header.Get(HeaderRequestID), "echoed to the caller")
-			assert.Equal(t, got, RequestIDFrom(rec.lastContext()))
+			assert.Equal(t, got, resp.header.Get(requestid.Header), "echoed to the caller")
+			assert.Equal(t, got, requestid.From(rec.lastContext()).Request)
 			if tc.generated {
 				assert.Len(t, got, 36)
 				assert.NotEqual(t, tc.header, got)

@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentgate/intentgate/internal/tools"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Tool is one MCP tool: its contract (schemas, annotations) and its handler.
@@ -46,8 +48,8 @@ type Call struct {
 	Arguments json.RawMessage
 	// IdempotencyKey is the Idempotency-Key HTTP header, trimmed, or "".
 	IdempotencyKey string
-	// RequestID identifies the HTTP request for logs and audit: the id set
-	// with ContextWithRequestID, else the Lambda request id, else a new UUID.
+	// RequestID identifies the HTTP request for logs and audit: the id the
+	// front set (internal/requestid), else one the boundary minted.
 	// Never taken from the caller. Also returned as the X-Request-Id header.
 	RequestID string
 	// JSONRPCID is the JSON-RPC id of the tools/call, as text. Chosen by the
@@ -113,7 +115,7 @@ func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) 
 	info := requestInfoFrom(ctx)
 	call := Call{
 		Tool:            rt.tool.Name,
-		RequestID:       RequestIDFrom(ctx),
+		RequestID:       requestid.From(ctx).Request,
 		ProtocolVersion: req.ProtocolVersion(),
 	}
 	// The SDK does not recover panics in handlers; one would end the process

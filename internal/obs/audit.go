@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"time"
-
-	"github.com/aws/aws-xray-sdk-go/xray"
 )
 
 // Audit record kinds.
@@ -202,16 +200,8 @@ func isHashID(s string) bool {
 
 // annotate puts the record's tool, state, outcome and code on the current
 // X-Ray (sub)segment as annotations, so traces can be filtered by them.
-// Untraced contexts (no segment; a Lambda facade can not be annotated) are
-// left alone.
+// Untraced contexts (no span; the Lambda function segment takes no
+// annotations) are left alone.
 func annotate(ctx context.Context, r AuditRecord) {
-	seg := xray.GetSegment(ctx)
-	if seg == nil || seg.Facade {
-		return
-	}
-	for k, v := range map[string]string{"tool": r.Tool, "state": r.Status, "outcome": r.Outcome, "code": r.Code} {
-		if v != "" {
-			_ = seg.AddAnnotation(k, v) // only fails on an invalid key
-		}
-	}
+	Annotate(ctx, map[string]string{"tool": r.Tool, "state": r.Status, "outcome": r.Outcome, "code": r.Code})
 }

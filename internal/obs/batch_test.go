@@ -22,14 +22,14 @@ func TestMetricsOfOneInvocationAreBatchedIntoOneDocumentPerDimensionSet(t *testi
 
 	var wg sync.WaitGroup
 	for range 5 {
-		wg.Go(func() { require.NoError(t, ms.ClaimConflict(ctx)) })
+		wg.Go(func() { ms.ClaimConflict(ctx) })
 	}
 	wg.Wait()
-	require.NoError(t, ms.StreamRecordFailure(ctx))
-	require.NoError(t, ms.UnknownOldestAge(ctx, 90*time.Second))
-	require.NoError(t, ms.DownstreamLatency(ctx, "risk", 120*time.Millisecond))
-	require.NoError(t, ms.DownstreamLatency(ctx, "risk", 80*time.Millisecond))
-	require.NoError(t, ms.ToolError(ctx, "request_risk_review", "OVERLOADED"))
+	ms.StreamRecordFailure(ctx)
+	ms.UnknownOldestAge(ctx, 90*time.Second)
+	ms.DownstreamLatency(ctx, "risk", 120*time.Millisecond)
+	ms.DownstreamLatency(ctx, "risk", 80*time.Millisecond)
+	ms.ToolError(ctx, "request_risk_review", "OVERLOADED")
 	assert.Zero(t, out.Len(), "nothing written before the invocation ends")
 
 	require.NoError(t, batch.Flush())
@@ -59,14 +59,14 @@ func TestMetricsOfOneInvocationAreBatchedIntoOneDocumentPerDimensionSet(t *testi
 
 	require.NoError(t, batch.Flush())
 	assert.Len(t, bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")), 3, "a second Flush writes nothing")
-	require.NoError(t, ms.ClaimConflict(ctx))
+	ms.ClaimConflict(ctx)
 	assert.Len(t, bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")), 4, "after Flush, metrics are written at once")
 }
 
 func TestMetricsOutsideABatchAreWrittenAtOnce(t *testing.T) {
 	var out bytes.Buffer
 	ms := NewMetrics(&out, "intentgate", fixedClock)
-	require.NoError(t, ms.ClaimConflict(context.Background()))
+	ms.ClaimConflict(context.Background())
 	assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte("\n")))
 }
 
@@ -76,7 +76,7 @@ func TestBatchSplitsMoreThanAHundredValuesAcrossDocuments(t *testing.T) {
 	ms := NewMetrics(&out, "intentgate", fixedClock)
 	ctx, batch := ms.StartBatch(context.Background())
 	for i := range 150 {
-		require.NoError(t, ms.DownstreamLatency(ctx, "risk", time.Duration(i)*time.Millisecond))
+		ms.DownstreamLatency(ctx, "risk", time.Duration(i)*time.Millisecond)
 	}
 	require.NoError(t, batch.Flush())
 	lines := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))

@@ -3,10 +3,9 @@ package obs
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 
-	"github.com/aws/aws-xray-sdk-go/xray"
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Log keys every line of an invocation carries, so the API Gateway access
@@ -20,9 +19,8 @@ const (
 
 // Invocation identifies one function invocation in its logs.
 type Invocation struct {
-	Function         string // AWS_LAMBDA_FUNCTION_NAME
-	ColdStart        bool   // the first invocation of this process
-	GatewayRequestID string // API Gateway's requestContext.requestId; empty for other triggers
+	Function  string // AWS_LAMBDA_FUNCTION_NAME
+	ColdStart bool   // the first invocation of this process
 }
 
 type invocationKey struct{}
@@ -45,24 +43,6 @@ type ColdStarts struct{ seen atomic.Bool }
 // First reports true exactly once.
 func (c *ColdStarts) First() bool { return c.seen.CompareAndSwap(false, true) }
 
-// TraceID is the X-Ray trace id of ctx: its segment's, or the Root of the
-// Lambda invocation's trace header. Empty when untraced.
-func TraceID(ctx context.Context) string {
-	if seg := xray.GetSegment(ctx); seg != nil {
-		if root := seg.ParentSegment; root != nil && root.TraceID != "" {
-			return root.TraceID
-		}
-		return seg.TraceID
-	}
-	h, _ := ctx.Value(xray.LambdaTraceHeaderKey).(string)
-	for part := range strings.SplitSeq(h, ";") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "Root="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // JoinKeys wraps h so every record logged with a context carries the
 // invocation's function, cold_start, gateway_request_id and the X-Ray trace
 // id (each only when known).
@@ -78,9 +58,9 @@ func (j joinKeys) Handle(ctx context.Context, r slog.Record) error {
 			r.AddAttrs(slog.String(KeyFunction, inv.Function))
 		}
 		r.AddAttrs(slog.Bool(KeyColdStart, inv.ColdStart))
-		if inv.GatewayRequestID != "" {
-			r.AddAttrs(slog.String(KeyGatewayRequestID, inv.GatewayRequestID))
-		}
+	}
+	if id := requestid.From(ctx).Gateway; id != "" {
+		r.AddAttrs(slog.String(KeyGatewayRequestID, id))
 	}
 	if id := TraceID(ctx); id != "" {
 		r.AddAttrs(slog.String(KeyTraceID, id))

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -101,6 +103,7 @@ type Metrics struct {
 	namespace string
 	clock     func() time.Time
 	base      map[string]string // added to every metric; never mutated after construction
+	errLog    *slog.Logger      // where the helpers report a metric they could not write
 }
 
 // lockedWriter is shared by a Metrics and its WithBaseDimensions copies, so
@@ -119,7 +122,19 @@ func NewMetrics(w io.Writer, namespace string, clock func() time.Time) *Metrics 
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Metrics{out: &lockedWriter{w: w}, namespace: namespace, clock: clock}
+	return &Metrics{out: &lockedWriter{w: w}, namespace: namespace, clock: clock,
+		errLog: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+}
+
+// WithErrorLog returns a copy of ms whose helpers (ToolCall, ...) log a
+// metric they cannot write to l (default: JSON on stderr).
+func (ms *Metrics) WithErrorLog(l *slog.Logger) *Metrics {
+	if ms == nil || l == nil {
+		return ms
+	}
+	cp := *ms
+	cp.errLog = l
+	return &cp
 }
 
 // WithBaseDimensions returns a copy of ms (same writer, namespace and clock)
@@ -274,29 +289,39 @@ func mergedForCheck(base, own map[string]string) map[string]string {
 	return all
 }
 
-func (ms *Metrics) count(ctx context.Context, name string, dims map[string]string) error {
-	return ms.Emit(ctx, Metric{Name: name, Value: 1, Unit: UnitCount, Dimensions: dims})
+func (ms *Metrics) count(ctx context.Context, name string, dims map[string]string) {
+	ms.record(ctx, Metric{Name: name, Value: 1, Unit: UnitCount, Dimensions: dims})
+}
+
+// record is Emit for the named helpers below: a metric that cannot be
+// written is logged, not returned. Its callers are in the middle of a tool
+// call or a sweep, and a lost metric must neither fail nor be silently
+// dropped by them.
+func (ms *Metrics) record(ctx context.Context, m Metric) {
+	if err := ms.Emit(ctx, m); err != nil && ms.errLog != nil {
+		ms.errLog.ErrorContext(ctx, "metric dropped", "metric", m.Name, "error", err.Error())
+	}
 }
 
 // ToolCall counts one tool call.
-func (ms *Metrics) ToolCall(ctx context.Context, tool string) error {
-	return ms.count(ctx, MetricToolCalls, map[string]string{DimTool: tool})
+func (ms *Metrics) ToolCall(ctx context.Context, tool string) {
+	ms.count(ctx, MetricToolCalls, map[string]string{DimTool: tool})
 }
 
 // ToolError counts a call that ended with an error result, by stable code.
-func (ms *Metrics) ToolError(ctx context.Context, tool, code string) error {
-	return ms.count(ctx, MetricToolErrors, map[string]string{DimTool: tool, DimCode: code})
+func (ms *Metrics) ToolError(ctx context.Context, tool, code string) {
+	ms.count(ctx, MetricToolErrors, map[string]string{DimTool: tool, DimCode: code})
 }
 
 // AuthRejection counts a request refused before MCP (missing/invalid token).
 // reason must be a fixed vocabulary (e.g. "missing", "expired", "audience").
-func (ms *Metrics) AuthRejection(ctx context.Context, reason string) error {
-	return ms.count(ctx, MetricAuthRejections, map[string]string{DimReason: reason})
+func (ms *Metrics) AuthRejection(ctx context.Context, reason string) {
+	ms.count(ctx, MetricAuthRejections, map[string]string{DimReason: reason})
 }
 
 // DownstreamLatency records one provider call's latency in milliseconds.
-func (ms *Metrics) DownstreamLatency(ctx context.Context, provider string, d time.Duration) error {
-	return ms.Emit(ctx, Metric{
+func (ms *Metrics) DownstreamLatency(ctx context.Context, provider string, d time.Duration) {
+	ms.record(ctx, Metric{
 		Name:       MetricDownstreamLatency,
 		Value:      float64(d) / float64(time.Millisecond),
 		Unit:       UnitMilliseconds,
@@ -306,65 +331,65 @@ func (ms *Metrics) DownstreamLatency(ctx context.Context, provider string, d tim
 
 // Overloaded counts a call refused by the admission gate (reason queue_full
 // or wait_exceeded).
-func (ms *Metrics) Overloaded(ctx context.Context, tool, reason string) error {
-	return ms.count(ctx, MetricOverloaded, map[string]string{DimTool: tool, DimReason: reason})
+func (ms *Metrics) Overloaded(ctx context.Context, tool, reason string) {
+	ms.count(ctx, MetricOverloaded, map[string]string{DimTool: tool, DimReason: reason})
 }
 
 // UnknownOperation counts an operation entering UNKNOWN.
-func (ms *Metrics) UnknownOperation(ctx context.Context, tool string) error {
-	return ms.count(ctx, MetricUnknownOperations, map[string]string{DimTool: tool})
+func (ms *Metrics) UnknownOperation(ctx context.Context, tool string) {
+	ms.count(ctx, MetricUnknownOperations, map[string]string{DimTool: tool})
 }
 
 // EscalatedOperation counts an operation entering ESCALATED, by cause
 // (e.g. "multiple_effects", "probe_budget", "retry_budget").
-func (ms *Metrics) EscalatedOperation(ctx context.Context, tool, cause string) error {
-	return ms.count(ctx, MetricEscalatedOperations, map[string]string{DimTool: tool, DimReason: cause})
+func (ms *Metrics) EscalatedOperation(ctx context.Context, tool, cause string) {
+	ms.count(ctx, MetricEscalatedOperations, map[string]string{DimTool: tool, DimReason: cause})
 }
 
 // ReconcileProbe counts one reconciler probe by provider and result
 // (e.g. "found", "not_found", "inconclusive", "multiple", "error").
-func (ms *Metrics) ReconcileProbe(ctx context.Context, provider, result string) error {
-	return ms.count(ctx, MetricReconcileProbes, map[string]string{DimProvider: provider, DimResult: result})
+func (ms *Metrics) ReconcileProbe(ctx context.Context, provider, result string) {
+	ms.count(ctx, MetricReconcileProbes, map[string]string{DimProvider: provider, DimResult: result})
 }
 
 // ClaimConflict counts a reconciler claim lost to another worker's CAS.
-func (ms *Metrics) ClaimConflict(ctx context.Context) error {
-	return ms.count(ctx, MetricClaimConflicts, nil)
+func (ms *Metrics) ClaimConflict(ctx context.Context) {
+	ms.count(ctx, MetricClaimConflicts, nil)
 }
 
 // StreamRecordFailure counts a stream record reported back as a batch item
 // failure.
-func (ms *Metrics) StreamRecordFailure(ctx context.Context) error {
-	return ms.count(ctx, MetricStreamRecordFailures, nil)
+func (ms *Metrics) StreamRecordFailure(ctx context.Context) {
+	ms.count(ctx, MetricStreamRecordFailures, nil)
 }
 
 // UnknownOldestAge records the age of the oldest UNKNOWN operation a sweep
 // examined (0 when it saw none), in seconds: the UNKNOWN-too-old alarm
 // watches its maximum.
-func (ms *Metrics) UnknownOldestAge(ctx context.Context, d time.Duration) error {
-	return ms.Emit(ctx, Metric{Name: MetricUnknownOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
+func (ms *Metrics) UnknownOldestAge(ctx context.Context, d time.Duration) {
+	ms.record(ctx, Metric{Name: MetricUnknownOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
 }
 
 // RetryableOldestAge records the age of the oldest RETRYABLE operation a
 // sweep examined (0 when it saw none), in seconds, for the RETRYABLE-too-old
 // alarm.
-func (ms *Metrics) RetryableOldestAge(ctx context.Context, d time.Duration) error {
-	return ms.Emit(ctx, Metric{Name: MetricRetryableOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
+func (ms *Metrics) RetryableOldestAge(ctx context.Context, d time.Duration) {
+	ms.record(ctx, Metric{Name: MetricRetryableOldestAge, Value: max(d, 0).Seconds(), Unit: UnitSeconds})
 }
 
 // InvalidToken counts a presented token refused as invalid, by reason.
-func (ms *Metrics) InvalidToken(ctx context.Context, reason string) error {
-	return ms.count(ctx, MetricInvalidTokens, map[string]string{DimReason: reason})
+func (ms *Metrics) InvalidToken(ctx context.Context, reason string) {
+	ms.count(ctx, MetricInvalidTokens, map[string]string{DimReason: reason})
 }
 
 // ColdStart counts the first invocation of a function process.
-func (ms *Metrics) ColdStart(ctx context.Context, function string) error {
-	return ms.count(ctx, MetricColdStarts, map[string]string{DimFunction: function})
+func (ms *Metrics) ColdStart(ctx context.Context, function string) {
+	ms.count(ctx, MetricColdStarts, map[string]string{DimFunction: function})
 }
 
 // UnrunnableOperations records how many operations of a tool the reconciler
 // has no family for one sweep found and parked (0 when none): the
 // unrunnable-operations alarm watches its maximum.
-func (ms *Metrics) UnrunnableOperations(ctx context.Context, n int) error {
-	return ms.Emit(ctx, Metric{Name: MetricUnrunnable, Value: float64(max(n, 0)), Unit: UnitCount})
+func (ms *Metrics) UnrunnableOperations(ctx context.Context, n int) {
+	ms.record(ctx, Metric{Name: MetricUnrunnable, Value: float64(max(n, 0)), Unit: UnitCount})
 }

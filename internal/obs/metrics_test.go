@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestEmitWritesOneSpecConformingEMFLine(t *testing.T) {
 func TestEmitWithoutDimensionsUsesOneEmptyDimensionSet(t *testing.T) {
 	var buf bytes.Buffer
 	m := NewMetrics(&buf, "IntentGate", fixedClock)
-	require.NoError(t, m.Emit(context.Background(), Metric{Name: "claim_conflicts", Value: 2}))
+	m.Emit(context.Background(), Metric{Name: "claim_conflicts", Value: 2})
 
 	doc, root := assertEMFConforms(t, buf.Bytes())
 	assert.Equal(t, [][]string{{}}, doc.AWS.CloudWatchMetrics[0].Dimensions)
@@ -162,37 +163,37 @@ func TestMetricHelpersEmitTheSystemsMetrics(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name  string
-		emit  func(m *Metrics) error
+		emit  func(m *Metrics)
 		want  string
 		unit  string
 		value float64
 		dims  map[string]string
 	}{
-		{"tool call", func(m *Metrics) error { return m.ToolCall(ctx, "create_risk_review") },
+		{"tool call", func(m *Metrics) { m.ToolCall(ctx, "create_risk_review") },
 			"tool_calls", "Count", 1, map[string]string{"tool": "create_risk_review"}},
-		{"tool error", func(m *Metrics) error { return m.ToolError(ctx, "create_risk_review", "CONFLICT") },
+		{"tool error", func(m *Metrics) { m.ToolError(ctx, "create_risk_review", "CONFLICT") },
 			"tool_errors", "Count", 1, map[string]string{"tool": "create_risk_review", "code": "CONFLICT"}},
-		{"auth rejection", func(m *Metrics) error { return m.AuthRejection(ctx, "expired") },
+		{"auth rejection", func(m *Metrics) { m.AuthRejection(ctx, "expired") },
 			"auth_rejections", "Count", 1, map[string]string{"reason": "expired"}},
-		{"downstream latency", func(m *Metrics) error { return m.DownstreamLatency(ctx, "risk", 1500*time.Microsecond) },
+		{"downstream latency", func(m *Metrics) { m.DownstreamLatency(ctx, "risk", 1500*time.Microsecond) },
 			"downstream_latency_ms", "Milliseconds", 1.5, map[string]string{"provider": "risk"}},
-		{"overloaded", func(m *Metrics) error { return m.Overloaded(ctx, "create_risk_review", "queue_full") },
+		{"overloaded", func(m *Metrics) { m.Overloaded(ctx, "create_risk_review", "queue_full") },
 			"overloaded", "Count", 1, map[string]string{"tool": "create_risk_review", "reason": "queue_full"}},
-		{"unknown", func(m *Metrics) error { return m.UnknownOperation(ctx, "create_deployment_ticket") },
+		{"unknown", func(m *Metrics) { m.UnknownOperation(ctx, "create_deployment_ticket") },
 			"unknown_operations", "Count", 1, map[string]string{"tool": "create_deployment_ticket"}},
-		{"escalated", func(m *Metrics) error { return m.EscalatedOperation(ctx, "create_risk_review", "multiple_effects") },
+		{"escalated", func(m *Metrics) { m.EscalatedOperation(ctx, "create_risk_review", "multiple_effects") },
 			"escalated_operations", "Count", 1, map[string]string{"tool": "create_risk_review", "reason": "multiple_effects"}},
-		{"probe", func(m *Metrics) error { return m.ReconcileProbe(ctx, "release", "not_found") },
+		{"probe", func(m *Metrics) { m.ReconcileProbe(ctx, "release", "not_found") },
 			"reconcile_probes", "Count", 1, map[string]string{"provider": "release", "result": "not_found"}},
-		{"claim conflict", func(m *Metrics) error { return m.ClaimConflict(ctx) },
+		{"claim conflict", func(m *Metrics) { m.ClaimConflict(ctx) },
 			"claim_conflicts", "Count", 1, nil},
-		{"stream failure", func(m *Metrics) error { return m.StreamRecordFailure(ctx) },
+		{"stream failure", func(m *Metrics) { m.StreamRecordFailure(ctx) },
 			"stream_record_failures", "Count", 1, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			require.NoError(t, tc.emit(NewMetrics(&buf, "IntentGate", fixedClock)))
+			tc.emit(NewMetrics(&buf, "IntentGate", fixedClock))
 			doc, root := assertEMFConforms(t, buf.Bytes())
 			d := doc.AWS.CloudWatchMetrics[0]
 			assert.Equal(t, "IntentGate", d.Namespace)
@@ -220,13 +221,30 @@ var errDiskFull = errors.New("disk full")
 func (failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
 
 func TestEmitReportsWriterFailure(t *testing.T) {
-	err := NewMetrics(failingWriter{}, "ns", nil).ToolCall(context.Background(), "t")
+	err := NewMetrics(failingWriter{}, "ns", nil).Emit(context.Background(), Metric{Name: MetricToolCalls, Value: 1, Unit: UnitCount})
 	assert.ErrorIs(t, err, errDiskFull)
+}
+
+// The named helpers return nothing: a metric they cannot write (writer
+// failure, a value EMF refuses) is logged with its name and the cause.
+func TestHelpersLogTheMetricsTheyCannotWrite(t *testing.T) {
+	var log bytes.Buffer
+	errLog := slog.New(slog.NewJSONHandler(&log, nil))
+	NewMetrics(failingWriter{}, "ns", nil).WithErrorLog(errLog).ToolCall(context.Background(), "t")
+	assert.Contains(t, log.String(), `"metric":"tool_calls"`)
+	assert.Contains(t, log.String(), "disk full")
+
+	log.Reset()
+	var out bytes.Buffer
+	NewMetrics(&out, "ns", nil).WithErrorLog(errLog).ToolError(context.Background(), "t", "") // empty dimension value
+	assert.Empty(t, out.String(), "nothing half-written")
+	assert.Contains(t, log.String(), `"metric":"tool_errors"`)
+	assert.Contains(t, log.String(), `dimension \"code\" value must be`)
 }
 
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
-	assert.NoError(t, m.ToolCall(context.Background(), "t"))
+	m.ToolCall(context.Background(), "t")
 	assert.NoError(t, m.Emit(context.Background(), Metric{Name: "x", Value: 1}))
 }
 
@@ -234,7 +252,7 @@ func TestBaseDimensionsJoinEveryMetricAndReplaceTheEmptyAggregate(t *testing.T) 
 	var buf bytes.Buffer
 	m := NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "prod"})
 
-	require.NoError(t, m.EscalatedOperation(context.Background(), "create_risk_review", "multiple_effects"))
+	m.EscalatedOperation(context.Background(), "create_risk_review", "multiple_effects")
 
 	assert.JSONEq(t, `{
 		"_aws": {
@@ -257,7 +275,7 @@ func TestBaseDimensionsAloneAreTheOnlySetOfAnUndimensionedMetric(t *testing.T) {
 	var buf bytes.Buffer
 	m := NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "dev"})
 
-	require.NoError(t, m.UnknownOldestAge(context.Background(), 90*time.Second+500*time.Millisecond))
+	m.UnknownOldestAge(context.Background(), 90*time.Second+500*time.Millisecond)
 
 	assert.JSONEq(t, `{
 		"_aws": {
@@ -276,23 +294,23 @@ func TestBaseDimensionsAloneAreTheOnlySetOfAnUndimensionedMetric(t *testing.T) {
 
 func TestEveryHelperPublishesUnderExactlyTheBaseSet(t *testing.T) {
 	ctx := context.Background()
-	helpers := map[string]func(m *Metrics) error{
-		"tool call":          func(m *Metrics) error { return m.ToolCall(ctx, "t") },
-		"tool error":         func(m *Metrics) error { return m.ToolError(ctx, "t", "CONFLICT") },
-		"auth rejection":     func(m *Metrics) error { return m.AuthRejection(ctx, "expired") },
-		"downstream latency": func(m *Metrics) error { return m.DownstreamLatency(ctx, "risk", time.Second) },
-		"overloaded":         func(m *Metrics) error { return m.Overloaded(ctx, "t", "queue_full") },
-		"unknown":            func(m *Metrics) error { return m.UnknownOperation(ctx, "t") },
-		"escalated":          func(m *Metrics) error { return m.EscalatedOperation(ctx, "t", "probe_budget") },
-		"probe":              func(m *Metrics) error { return m.ReconcileProbe(ctx, "risk", "found") },
-		"claim conflict":     func(m *Metrics) error { return m.ClaimConflict(ctx) },
-		"stream failure":     func(m *Metrics) error { return m.StreamRecordFailure(ctx) },
-		"unknown oldest age": func(m *Metrics) error { return m.UnknownOldestAge(ctx, 0) },
+	helpers := map[string]func(m *Metrics){
+		"tool call":          func(m *Metrics) { m.ToolCall(ctx, "t") },
+		"tool error":         func(m *Metrics) { m.ToolError(ctx, "t", "CONFLICT") },
+		"auth rejection":     func(m *Metrics) { m.AuthRejection(ctx, "expired") },
+		"downstream latency": func(m *Metrics) { m.DownstreamLatency(ctx, "risk", time.Second) },
+		"overloaded":         func(m *Metrics) { m.Overloaded(ctx, "t", "queue_full") },
+		"unknown":            func(m *Metrics) { m.UnknownOperation(ctx, "t") },
+		"escalated":          func(m *Metrics) { m.EscalatedOperation(ctx, "t", "probe_budget") },
+		"probe":              func(m *Metrics) { m.ReconcileProbe(ctx, "risk", "found") },
+		"claim conflict":     func(m *Metrics) { m.ClaimConflict(ctx) },
+		"stream failure":     func(m *Metrics) { m.StreamRecordFailure(ctx) },
+		"unknown oldest age": func(m *Metrics) { m.UnknownOldestAge(ctx, 0) },
 	}
 	for name, emit := range helpers {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
-			require.NoError(t, emit(NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "prod"})))
+			emit(NewMetrics(&buf, "intentgate", fixedClock).WithBaseDimensions(map[string]string{DimStage: "prod"}))
 			doc, root := assertEMFConforms(t, buf.Bytes())
 			sets := doc.AWS.CloudWatchMetrics[0].Dimensions
 			assert.Equal(t, []string{"Stage"}, sets[len(sets)-1], "the last set is exactly [Stage]")
@@ -311,8 +329,8 @@ func TestWithBaseDimensionsLeavesTheOriginalUnchanged(t *testing.T) {
 	staged := plain.WithBaseDimensions(dims)
 	dims[DimStage] = "mutated after the call"
 
-	require.NoError(t, plain.ClaimConflict(context.Background()))
-	require.NoError(t, staged.ClaimConflict(context.Background()))
+	plain.ClaimConflict(context.Background())
+	staged.ClaimConflict(context.Background())
 
 	lines := strings.SplitAfter(buf.String(), "\n")
 	require.Len(t, lines, 3) // two lines and the empty rest
@@ -351,7 +369,7 @@ func TestBaseDimensionsAreValidatedLikeOwnOnes(t *testing.T) {
 
 func TestUnknownOldestAgeNeverGoesNegative(t *testing.T) {
 	var buf bytes.Buffer
-	require.NoError(t, NewMetrics(&buf, "ns", fixedClock).UnknownOldestAge(context.Background(), -time.Second))
+	NewMetrics(&buf, "ns", fixedClock).UnknownOldestAge(context.Background(), -time.Second)
 	_, root := assertEMFConforms(t, buf.Bytes())
 	assert.InDelta(t, 0.0, root[MetricUnknownOldestAge], 0)
 }

@@ -49,8 +49,16 @@ func TestColdStartSideBySide(t *testing.T) {
 	event := withBearer(t, sample(t, "apigw-tools-list.json"), token)
 
 	results := map[string]*coldStats{"intentgate": {}, "bare go-sdk": {}}
+	contestants := []struct{ name, bin string }{{"intentgate", ours}, {"bare go-sdk", bare}}
+	// INTENTGATE_BENCH_BASELINE: another build of functions/mcp (e.g. the
+	// previous commit's), measured in the same rounds, so a change is
+	// compared under the same machine load.
+	if other := os.Getenv("INTENTGATE_BENCH_BASELINE"); other != "" {
+		results["baseline"] = &coldStats{}
+		contestants = append(contestants, struct{ name, bin string }{"baseline", other})
+	}
 	for range rounds {
-		for _, fn := range []struct{ name, bin string }{{"intentgate", ours}, {"bare go-sdk", bare}} {
+		for _, fn := range contestants {
 			st := results[fn.name]
 			fnEnv := env
 			if fn.name == "bare go-sdk" {
@@ -61,6 +69,13 @@ func TestColdStartSideBySide(t *testing.T) {
 			resp := invokeHTTP(t, em, event)
 			st.cold = append(st.cold, time.Since(start))
 			require.Equal(t, 200, resp.StatusCode, "%s: %s", fn.name, resp.Body)
+			// CPU the function process used up to its first answer: what the
+			// cold start costs, without the waiting a loaded machine adds.
+			var cpu time.Duration
+			for _, pid := range em.bootstraps() {
+				cpu += cpuTime(pid)
+			}
+			st.coldCPU = append(st.coldCPU, cpu)
 			start = time.Now()
 			invokeHTTP(t, em, event)
 			st.first = append(st.first, time.Since(start))
@@ -81,25 +96,63 @@ func TestColdStartSideBySide(t *testing.T) {
 		return fi.Size()
 	}
 	o, r := results["intentgate"], results["bare go-sdk"]
+	base := results["baseline"]
 	row := func(name string, ov, bv float64, unit string) string {
-		return fmt.Sprintf("%-26s %12.1f %12.1f %8.2fx  %s\n", name, ov, bv, ov/bv, unit)
+		line := fmt.Sprintf("%-26s %12.1f %12.1f %8.2fx", name, ov, bv, ov/bv)
+		if base != nil {
+			line += fmt.Sprintf(" %12.1f %8.2fx", baselineFigure(name, base), baselineFigure(name, base)/bv)
+		}
+		return line + "  " + unit + "\n"
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "cold start under the Lambda Runtime Interface Emulator: %d rounds, %d warm invokes each, tools/list\n", rounds, warm)
-	fmt.Fprintf(&out, "%-26s %12s %12s %9s\n", "", "intentgate", "bare go-sdk", "ratio")
+	header := fmt.Sprintf("%-26s %12s %12s %9s", "", "intentgate", "bare go-sdk", "ratio")
+	if base != nil {
+		header += fmt.Sprintf(" %12s %9s", "baseline", "ratio")
+	}
+	out.WriteString(header + "\n")
 	out.WriteString(row("cold invoke, median", ms(median(o.cold)), ms(median(r.cold)), "ms (process start + init + 1st request)"))
+	out.WriteString(row("cold invoke, fastest", ms(slices.Min(o.cold)), ms(slices.Min(r.cold)), "ms"))
+	out.WriteString(row("cold CPU, median", ms(median(o.coldCPU)), ms(median(r.coldCPU)), "ms (function process, user+system, to 1st answer)"))
 	out.WriteString(row("second invoke, median", ms(median(o.first)), ms(median(r.first)), "ms"))
 	out.WriteString(row("warm p50", ms(pct(o.warm, 50)), ms(pct(r.warm, 50)), "ms"))
 	out.WriteString(row("warm p99", ms(pct(o.warm, 99)), ms(pct(r.warm, 99)), "ms"))
 	out.WriteString(row("peak RSS", float64(o.rssKB)/1024, float64(r.rssKB)/1024, "MiB (VmHWM)"))
+	if base != nil {
+		base.sizeMiB = float64(size(os.Getenv("INTENTGATE_BENCH_BASELINE"))) / (1 << 20)
+	}
 	out.WriteString(row("binary size", float64(size(ours))/(1<<20), float64(size(bare))/(1<<20), "MiB (stripped)"))
 	out.WriteString("targets: cold <= 1.5x, binary <= 2x. intentgate verifies a JWT, the bare one has no auth.\n")
 	fmt.Print(out.String())
 }
 
 type coldStats struct {
-	cold, first, warm []time.Duration
-	rssKB             int
+	cold, coldCPU, first, warm []time.Duration
+	rssKB                      int
+	sizeMiB                    float64
+}
+
+// baselineFigure is the baseline build's value of the row named name.
+func baselineFigure(name string, st *coldStats) float64 {
+	switch name {
+	case "cold invoke, median":
+		return ms(median(st.cold))
+	case "cold invoke, fastest":
+		return ms(slices.Min(st.cold))
+	case "cold CPU, median":
+		return ms(median(st.coldCPU))
+	case "second invoke, median":
+		return ms(median(st.first))
+	case "warm p50":
+		return ms(pct(st.warm, 50))
+	case "warm p99":
+		return ms(pct(st.warm, 99))
+	case "peak RSS":
+		return float64(st.rssKB) / 1024
+	case "binary size":
+		return st.sizeMiB
+	}
+	return 0
 }
 
 func buildStripped(ctx context.Context, root, pkg, out string) error {
@@ -135,6 +188,24 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// cpuTime is the CPU time all threads of a live process have run, from
+// the scheduler's nanosecond counters (/proc/<pid>/task/*/schedstat).
+func cpuTime(pid int) time.Duration {
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "schedstat"))
+	var total time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if fields := strings.Fields(string(b)); len(fields) > 0 {
+			ns, _ := strconv.ParseInt(fields[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
 
 // peakRSSKB reads VmHWM (peak resident set) of a live process.
 func peakRSSKB(pid int) int {
