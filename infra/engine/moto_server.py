@@ -33,7 +33,9 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import make_server
 
+import fast_attribute_values
 import fast_transactions
+import request_timing
 import stream_retention
 
 
@@ -44,9 +46,15 @@ class QuietRequestHandler(MotoRequestHandler):
         pass
 
 
-def serialized(app):
-    """The WSGI app with every request handled under one lock, body included."""
+def serialized(app, timing=None):
+    """The WSGI app with every request handled under one lock, body included.
+
+    With a request_timing.TimingLog, each request's lock wait and service
+    time are logged too.
+    """
     lock = threading.Lock()
+    if timing is not None:
+        return request_timing.timed(app, lock, timing)
 
     def handle(environ, start_response):
         with lock:
@@ -128,6 +136,11 @@ def main(argv=None):
         help="serve stock moto's TransactWriteItems (whole-table copies); the differential test's reference",
     )
     parser.add_argument(
+        "--stock-serializer",
+        action="store_true",
+        help="serialize attribute values in responses with stock moto's shape walker; the differential test's reference",
+    )
+    parser.add_argument(
         "--stream-retention-seconds",
         type=float,
         default=stream_retention.DEFAULT_RETENTION_SECONDS,
@@ -139,12 +152,20 @@ def main(argv=None):
         default=stream_retention.DEFAULT_MAX_RECORDS,
         help="keep at most this many stream records per table",
     )
+    parser.add_argument(
+        "--timing-log",
+        default=os.environ.get("INTENTGATE_ENGINE_TIMING_LOG", ""),
+        help="append each request's lock wait and service time, and each garbage collection, "
+        "to this file as JSON lines (default: $INTENTGATE_ENGINE_TIMING_LOG; empty: off)",
+    )
     args = parser.parse_args(argv)
     if args.stream_retention_seconds <= 0 or args.stream_max_records < 1:
         parser.error("--stream-retention-seconds and --stream-max-records must be positive")
 
     if not args.stock_transactions:
         fast_transactions.install()
+    if not args.stock_serializer:
+        fast_attribute_values.install()
     stream_retention.install(
         stream_retention.Retention(
             retention_seconds=args.stream_retention_seconds,
@@ -152,7 +173,11 @@ def main(argv=None):
         )
     )
 
-    app = serialized(DomainDispatcherApplication(create_backend_app))
+    timing = None
+    if args.timing_log:
+        timing = request_timing.TimingLog(open(args.timing_log, "a", encoding="utf-8"))
+        timing.watch_gc()
+    app = serialized(DomainDispatcherApplication(create_backend_app), timing)
     warm_up(app)
     server = make_server(
         args.host,
