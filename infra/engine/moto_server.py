@@ -35,6 +35,7 @@ from werkzeug.serving import make_server
 
 import fast_attribute_values
 import fast_transactions
+import gc_pauses
 import request_timing
 import stream_retention
 
@@ -46,25 +47,34 @@ class QuietRequestHandler(MotoRequestHandler):
         pass
 
 
-def serialized(app, timing=None):
+def serialized(app, timing=None, collector=None):
     """The WSGI app with every request handled under one lock, body included.
 
-    With a request_timing.TimingLog, each request's lock wait and service
-    time are logged too.
+    With a gc_pauses.Collector, full collections' survivors are frozen
+    between requests; with a request_timing.TimingLog, each request's lock
+    wait and service time are logged.
     """
     lock = threading.Lock()
-    if timing is not None:
-        return request_timing.timed(app, lock, timing)
+
+    def serve(environ, start_response):
+        if collector is not None:
+            collector.between_requests()
+        result = app(environ, start_response)
+        try:
+            body = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        if collector is not None and gc_pauses.releases_tables(environ):
+            collector.reclaim_all()
+        return body
 
     def handle(environ, start_response):
+        if timing is not None:
+            return [timing.timed(lock, serve, environ, start_response)]
         with lock:
-            result = app(environ, start_response)
-            try:
-                return [b"".join(result)]
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+            return [serve(environ, start_response)]
 
     return handle
 
@@ -141,6 +151,11 @@ def main(argv=None):
         help="serialize attribute values in responses with stock moto's shape walker; the differential test's reference",
     )
     parser.add_argument(
+        "--stock-gc",
+        action="store_true",
+        help="leave CPython's garbage collector as it is (full collections walk all of moto and every item)",
+    )
+    parser.add_argument(
         "--stream-retention-seconds",
         type=float,
         default=stream_retention.DEFAULT_RETENTION_SECONDS,
@@ -177,8 +192,11 @@ def main(argv=None):
     if args.timing_log:
         timing = request_timing.TimingLog(open(args.timing_log, "a", encoding="utf-8"))
         timing.watch_gc()
-    app = serialized(DomainDispatcherApplication(create_backend_app), timing)
+    collector = None if args.stock_gc else gc_pauses.Collector()
+    app = serialized(DomainDispatcherApplication(create_backend_app), timing, collector)
     warm_up(app)
+    if collector is not None:
+        collector.install()
     server = make_server(
         args.host,
         args.port,
