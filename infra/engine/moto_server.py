@@ -9,12 +9,18 @@ but sends nothing (an HTTP client dials one for a request it then cancels,
 and keeps it idle for 90 s) never blocks anybody else, as it would block a
 single-threaded server.
 
-Two patches, each in its own module, are installed unless switched off:
-``fast_transactions`` (TransactWriteItems without whole-table copies) and
-``stream_retention`` (stream records and shard iterators bounded).
+Patches, each in its own module, are installed unless switched off:
+``fast_transactions`` (TransactWriteItems without whole-table copies),
+``fast_attribute_values`` (response attribute values serialized in one pass),
+``fast_update_expressions`` (each UpdateExpression parsed once),
+``stream_retention`` (stream records and shard iterators bounded) and
+``gc_pauses`` (full garbage collections walk only what is new).
+``request_timing`` logs each request's timing when asked to.
 
-Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock-transactions]
+Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock] [--stock-transactions]
+                      [--stock-serializer] [--stock-update-expressions] [--stock-gc]
                       [--stream-retention-seconds 86400] [--stream-max-records 10000]
+                      [--timing-log PATH]
 After binding it prints exactly one line ``LISTENING <port>`` to stdout, then
 serves until killed (SIGTERM/SIGINT exit 0).
 """
@@ -35,6 +41,7 @@ from werkzeug.serving import make_server
 
 import fast_attribute_values
 import fast_transactions
+import fast_update_expressions
 import gc_pauses
 import request_timing
 import stream_retention
@@ -151,6 +158,16 @@ def main(argv=None):
         help="serialize attribute values in responses with stock moto's shape walker; the differential test's reference",
     )
     parser.add_argument(
+        "--stock-update-expressions",
+        action="store_true",
+        help="parse every UpdateExpression afresh, twice per request, as stock moto does",
+    )
+    parser.add_argument(
+        "--stock",
+        action="store_true",
+        help="all of the --stock-* switches that change how answers are computed: stock moto, the differential test's reference",
+    )
+    parser.add_argument(
         "--stock-gc",
         action="store_true",
         help="leave CPython's garbage collector as it is (full collections walk all of moto and every item)",
@@ -177,10 +194,14 @@ def main(argv=None):
     if args.stream_retention_seconds <= 0 or args.stream_max_records < 1:
         parser.error("--stream-retention-seconds and --stream-max-records must be positive")
 
+    if args.stock:
+        args.stock_transactions = args.stock_serializer = args.stock_update_expressions = True
     if not args.stock_transactions:
         fast_transactions.install()
     if not args.stock_serializer:
         fast_attribute_values.install()
+    if not args.stock_update_expressions:
+        fast_update_expressions.install()
     stream_retention.install(
         stream_retention.Retention(
             retention_seconds=args.stream_retention_seconds,
