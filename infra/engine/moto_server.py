@@ -87,7 +87,7 @@ def serialized(app, timing=None, collector=None):
 
 
 def warm_up(app):
-    """Serve each write path once before listening.
+    """Serve each write path, and the stream poller's reads, once before listening.
 
     moto imports and builds its request parsers and expression machinery on
     first use: a fresh engine's first TransactWriteItems took 432 ms (the
@@ -103,7 +103,7 @@ def warm_up(app):
     )
 
     def call(target, body):
-        client.post(
+        resp = client.post(
             "/",
             data=json.dumps(body),
             headers={
@@ -112,12 +112,14 @@ def warm_up(app):
                 "X-Amz-Target": target,
             },
         )
+        return json.loads(resp.get_data() or b"{}")
 
     table = "intentgate-engine-warm-up"
     key = {"pk": {"S": "warm"}}
     put = {"TableName": table, "Item": key, "ConditionExpression": "attribute_not_exists(pk)"}
     ddb = "DynamoDB_20120810."
-    call(ddb + "CreateTable", {
+    streams = "DynamoDBStreams_20120810."
+    created = call(ddb + "CreateTable", {
         "TableName": table,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
@@ -136,6 +138,15 @@ def warm_up(app):
     call(ddb + "GetItem", {"TableName": table, "Key": key, "ConsistentRead": True})
     call(ddb + "Query", {"TableName": table, "KeyConditionExpression": "pk = :k",
                          "ExpressionAttributeValues": {":k": {"S": "warm"}}})
+    # The stream poller's requests: the first DescribeStream of a fresh
+    # engine took 68 ms of CPU (220 ms on a loaded host) while a write waited.
+    stream_arn = created.get("TableDescription", {}).get("LatestStreamArn")
+    if stream_arn:
+        shards = call(streams + "DescribeStream", {"StreamArn": stream_arn})
+        for shard in shards.get("StreamDescription", {}).get("Shards", []):
+            iterator = call(streams + "GetShardIterator", {
+                "StreamArn": stream_arn, "ShardId": shard["ShardId"], "ShardIteratorType": "TRIM_HORIZON"})
+            call(streams + "GetRecords", {"ShardIterator": iterator.get("ShardIterator"), "Limit": 10})
     call(ddb + "DeleteTable", {"TableName": table})
 
 
