@@ -39,7 +39,17 @@ def updates():
                     "ReturnValues": "UPDATED_OLD"})
         out.append({"Key": {"pk": {"S": "k2"}}, "UpdateExpression": "ADD s :s",
                     "ExpressionAttributeValues": {":s": {"SS": [f"m{round_no}"]}}})
-        # Invalid: a syntax error, a missing placeholder, a path used twice.
+        # Invalid: two clauses of one kind (each kind, and the first of two
+        # reported), a syntax error, a missing placeholder, a path used twice.
+        out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "SET a = :x SET b = :x",
+                    "ExpressionAttributeValues": {":x": {"S": "x"}}})
+        out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "REMOVE a ADD n :one REMOVE b ADD n2 :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}}})
+        out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "SET c = :x REMOVE a REMOVE b",
+                    "ExpressionAttributeValues": {":x": {"S": "x"}}})
+        # Two kinds repeated: stock reports the one repeated deepest (SET).
+        out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "REMOVE c SET a = :x REMOVE d SET b = :x",
+                    "ExpressionAttributeValues": {":x": {"S": "x"}}})
         out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "SET = :v"})
         out.append({"Key": {"pk": {"S": "k1"}}, "UpdateExpression": "SET a = :missing",
                     "ExpressionAttributeValues": {":other": {"S": "x"}}})
