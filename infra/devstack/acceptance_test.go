@@ -17,9 +17,10 @@ import (
 const storeError = "TEMPORARY_UNAVAILABLE"
 
 // A devstack that has served many writes answers like a fresh one: 1,000
-// sequential writes across both write tools: at most 0.5% of first answers a
-// store error, none after the same-operation_id retry the answer asks for
-// (the engine's cost must not grow with the table's history).
+// sequential writes across both write tools, none answered with a store
+// error, first answers included (the engine's cost must not grow with the
+// table's history, and no pause of the one-request-at-a-time engine may
+// outlast the store budget).
 func TestThousandSequentialWritesAcrossBothToolsHaveNoStoreError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 writes")
@@ -29,7 +30,6 @@ func TestThousandSequentialWritesAcrossBothToolsHaveNoStoreError(t *testing.T) {
 	deployer := connect(t, d.env["MCP_URL"], d.env["TOKEN_DEPLOYER"])
 	codes := map[string]int{}
 	var storeErrors []string
-	firstAnswerStoreErrors := 0
 	var firstHundred, lastHundred time.Duration
 	const writes = 1000
 	for i := range writes {
@@ -58,22 +58,16 @@ func TestThousandSequentialWritesAcrossBothToolsHaveNoStoreError(t *testing.T) {
 		status, _ := res["status"].(string)
 		codes[code+"/"+status]++
 		if code == storeError {
-			firstAnswerStoreErrors++
-			// The answer says: retry with the same operation_id. A store
-			// error that survives that retry is one the caller cannot get past.
-			if again, _ := write()["code"].(string); again == storeError {
-				storeErrors = append(storeErrors, fmt.Sprintf("write %d: %v", i, res["message"]))
-			}
+			// Retried as the answer asks (same operation_id), so the report
+			// also says whether the caller could get past it.
+			again, _ := write()["code"].(string)
+			storeErrors = append(storeErrors, fmt.Sprintf("write %d after %s (retry answered %q): %v",
+				i, took, again, res["message"]))
 		}
 	}
 	t.Logf("answers (code/status): %v", sortedCounts(codes))
 	t.Logf("mean latency: first 100 writes %s, last 100 writes %s", firstHundred/100, lastHundred/100)
-	// Zero first-answer store errors is the target; on a shared two-core
-	// machine an occasional pause of the single-threaded engine still costs
-	// one (0 to 1 per 1,000 seen). Growth with history would cost hundreds.
-	t.Logf("first answers that were store errors: %d of %d", firstAnswerStoreErrors, writes)
-	assert.LessOrEqual(t, firstAnswerStoreErrors, writes/200, "first answers that were store errors")
-	assert.Empty(t, storeErrors, "store errors after the same-operation_id retry")
+	assert.Empty(t, storeErrors, "first answers that were store errors")
 	assert.Positive(t, codes["/SUCCEEDED"], "writes succeeded")
 }
 

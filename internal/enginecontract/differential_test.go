@@ -19,9 +19,11 @@ import (
 	"github.com/intentgate/intentgate/internal/enginetest"
 )
 
-// The differential test: the engine's TransactWriteItems fast path
-// (infra/engine/fast_transactions.py) must be indistinguishable from stock
-// moto. Both run side by side; the same seeded random sequences of
+// The differential test: the engine's patches that change how answers are
+// computed - the TransactWriteItems fast path (fast_transactions.py), the
+// attribute value serializer (fast_attribute_values.py) and the
+// UpdateExpression parse cache (fast_update_expressions.py), all in
+// infra/engine - must be indistinguishable from stock moto (--stock). Both run side by side; the same seeded random sequences of
 // PutItem, UpdateItem, DeleteItem and TransactWriteItems (ConditionChecks,
 // cancelled and invalid ones among them) go to both as raw DynamoDB JSON
 // requests, and every answer (status and body), the final items and the
@@ -40,7 +42,7 @@ func TestFastPathAgainstStockMoto(t *testing.T) {
 	if engine.Kind() != enginetest.KindMoto {
 		t.Skipf("compares the local engine's variants; this run is against %s", engine.Kind())
 	}
-	stock := startVariant(t, "--stock-transactions")
+	stock := startVariant(t, "--stock")
 	fast := startVariant(t)
 	t.Run("answers_items_and_stream_records_equal", func(t *testing.T) {
 		answersExactlyLikeStock(t, stock, fast)

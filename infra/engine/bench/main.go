@@ -2,7 +2,9 @@
 // TransactWriteItems (a put-if-absent, as the store's insert) on a table
 // holding 100, 1,000 and 10,000 items with its stream on, against stock
 // moto (--stock-transactions) and the fast path, both started here in the
-// same run, with the ratios side by side.
+// same run, with the ratios side by side. A second table (wide.go) times
+// the requests whose cost is per attribute against stock moto (--stock) and
+// the launcher's patches, both running at once, samples alternating.
 package main
 
 import (
@@ -23,9 +25,19 @@ import (
 )
 
 func main() {
-	samples := flag.Int("samples", 7, "transactions timed per size and engine (the median is printed)")
+	samples := flag.Int("samples", 7, "requests timed per size, request and engine (the median is printed)")
+	part := flag.String("part", "all", "which table: all, transactions or wide")
 	flag.Parse()
-	if err := run(context.Background(), *samples); err != nil {
+	var err error
+	switch *part {
+	case "all", "transactions":
+		err = run(context.Background(), *samples, *part == "all")
+	case "wide":
+		err = runWide(context.Background(), *samples)
+	default:
+		err = fmt.Errorf("-part %q: want all, transactions or wide", *part)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-engine:", err)
 		os.Exit(1)
 	}
@@ -33,7 +45,7 @@ func main() {
 
 var sizes = []int{100, 1000, 10000}
 
-func run(ctx context.Context, samples int) error {
+func run(ctx context.Context, samples int, wide bool) error {
 	if samples < 1 {
 		return fmt.Errorf("samples %d: want at least 1", samples)
 	}
@@ -52,7 +64,10 @@ func run(ctx context.Context, samples int) error {
 	}
 	fmt.Printf("\nfast path at 10,000 / at 100 items: %.2fx (target <= 1.2x)\n", ratio(fast[2], fast[0]))
 	fmt.Printf("stock / fast path at 1,000 items:   %.1fx (target >= 20x)\n", ratio(stock[1], fast[1]))
-	return nil
+	if !wide {
+		return nil
+	}
+	return runWide(ctx, samples)
 }
 
 // measure starts one engine variant and times transactions at each size,
