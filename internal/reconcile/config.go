@@ -18,7 +18,7 @@ const (
 	DefaultBatchLimit       = 25
 	DefaultMaxPerInvocation = 100
 	DefaultReserve          = 2 * time.Second
-	DefaultOperator         = "release-oncall"
+	DefaultOperator         = "intentgate-oncall" // as template.yaml's OperatorName
 	DefaultMaxStreamWait    = 10 * time.Second
 )
 
