@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
@@ -125,16 +123,7 @@ func (e *Engine) Client(ctx context.Context) (*dynamodb.Client, error) {
 // StreamsClient builds a DynamoDB Streams client for this engine, configured
 // like Client (same endpoint, region and credentials).
 func (e *Engine) StreamsClient(ctx context.Context) (*dynamodbstreams.Client, error) {
-	region := e.region
-	if region == "" {
-		region = "us-east-1" // as store.NewClient
-	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
-	if e.endpoint != "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
-			credentials.NewStaticCredentialsProvider("local", "local", ""))))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := store.LoadAWSConfig(ctx, e.ClientConfig())
 	if err != nil {
 		return nil, fmt.Errorf("engine streams client: %w", err)
 	}

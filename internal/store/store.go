@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/pause"
 )
 
 // Config of the store. Defaults are filled by New.
@@ -465,12 +466,8 @@ func newNonce() (string, error) {
 }
 
 func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(10<<attempt) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("store backoff: %w", ctx.Err())
-	case <-t.C:
-		return nil
+	if err := pause.Sleep(ctx, time.Duration(10<<attempt)*time.Millisecond); err != nil {
+		return fmt.Errorf("store backoff: %w", err)
 	}
+	return nil
 }
