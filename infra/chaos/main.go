@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/intentgate/intentgate/internal/chaos"
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 )
 
 func main() {
@@ -78,11 +78,11 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if os.Getenv(enginetest.EnvEndpoint) != "" || os.Getenv(enginetest.EnvKind) != "" {
+	if os.Getenv(localengine.EnvEndpoint) != "" || os.Getenv(localengine.EnvKind) != "" {
 		engines = 1
 	}
 	for range max(engines, 1) {
-		e, err := enginetest.Start(ctx)
+		e, err := localengine.Start(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 2

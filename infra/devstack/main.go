@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/streampoll"
 )
@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, nil))
 
-	engine, err := enginetest.Start(ctx)
+	engine, err := localengine.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	envPath := *envFile
 	if envPath == "" {
-		root, err := enginetest.RepoRoot()
+		root, err := localengine.RepoRoot()
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 // reconcilerTrigger reads the reconciler's stream and schedule events.
 func reconcilerTrigger(path string) (streampoll.Trigger, error) {
 	if path == "" {
-		root, err := enginetest.RepoRoot()
+		root, err := localengine.RepoRoot()
 		if err != nil {
 			return streampoll.Trigger{}, err
 		}
@@ -175,7 +175,7 @@ func reconcilerTrigger(path string) (streampoll.Trigger, error) {
 const reconcilerFunction = "ReconcilerFunction"
 
 // newStreamPoller builds the local event source mapping for table's stream.
-func newStreamPoller(ctx context.Context, engine *enginetest.Engine, table string, tr streampoll.Trigger,
+func newStreamPoller(ctx context.Context, engine *localengine.Engine, table string, tr streampoll.Trigger,
 	handler streampoll.Handler, logger *slog.Logger) (*streampoll.Poller, error) {
 	db, err := engine.Client(ctx)
 	if err != nil {

@@ -1,7 +1,7 @@
 """Unit tests of stream_retention's limits, with a clock the test moves.
 
 Run: .venv/bin/python -m unittest discover -s infra/engine -p 'test_*.py'
-(internal/enginetest runs them in `make test`).
+(internal/localengine runs them in `make test`).
 """
 
 import datetime

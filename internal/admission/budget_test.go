@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -130,19 +131,21 @@ func TestDownstreamContextEndsReserveBeforeTightParent(t *testing.T) {
 	assert.Equal(t, pd.Add(-b.Reserve), got)
 }
 
+// Tests that read the wall clock run in a synctest bubble, where it stands
+// still while the test runs: the deadlines they check are exact.
+
 func TestDownstreamContextUsesLimitUnderGenerousParent(t *testing.T) {
-	b := DefaultBudget()
-	parent := parentWithDeadline(t, time.Now(), time.Hour)
+	synctest.Test(t, func(t *testing.T) {
+		b := DefaultBudget()
+		parent := parentWithDeadline(t, time.Now(), time.Hour)
 
-	before := time.Now()
-	ctx, cancel := b.DownstreamContext(parent)
-	after := time.Now()
-	defer cancel()
+		ctx, cancel := b.DownstreamContext(parent)
+		defer cancel()
 
-	got, ok := ctx.Deadline()
-	require.True(t, ok)
-	assert.False(t, got.Before(before.Add(b.Downstream)))
-	assert.False(t, got.After(after.Add(b.Downstream)))
+		got, ok := ctx.Deadline()
+		require.True(t, ok)
+		assert.Equal(t, time.Now().Add(b.Downstream), got)
+	})
 }
 
 func TestDownstreamContextInsideReserveIsAlreadyExpired(t *testing.T) {
@@ -177,25 +180,24 @@ func TestStoreContextIsBoundedByStoreAndReserve(t *testing.T) {
 type ctxKey struct{}
 
 func TestDetachedStoreContextSurvivesCallerCancellation(t *testing.T) {
-	b := DefaultBudget()
-	parent, cancelParent := context.WithDeadline(
-		context.WithValue(context.Background(), ctxKey{}, "request-7"),
-		time.Now().Add(50*time.Millisecond))
+	synctest.Test(t, func(t *testing.T) {
+		b := DefaultBudget()
+		parent, cancelParent := context.WithDeadline(
+			context.WithValue(context.Background(), ctxKey{}, "request-7"),
+			time.Now().Add(50*time.Millisecond))
 
-	before := time.Now()
-	ctx, cancel := b.DetachedStoreContext(parent)
-	after := time.Now()
-	defer cancel()
+		ctx, cancel := b.DetachedStoreContext(parent)
+		defer cancel()
 
-	cancelParent() // the caller goes away
-	require.Error(t, parent.Err())
-	assert.NoError(t, ctx.Err(), "the final state write must not be cancelled with the caller")
-	assert.Equal(t, "request-7", ctx.Value(ctxKey{}), "values such as trace ids are kept")
+		cancelParent() // the caller goes away
+		require.Error(t, parent.Err())
+		assert.NoError(t, ctx.Err(), "the final state write must not be cancelled with the caller")
+		assert.Equal(t, "request-7", ctx.Value(ctxKey{}), "values such as trace ids are kept")
 
-	got, ok := ctx.Deadline()
-	require.True(t, ok, "the detached write is still bounded")
-	assert.False(t, got.Before(before.Add(b.Store)))
-	assert.False(t, got.After(after.Add(b.Store)))
+		got, ok := ctx.Deadline()
+		require.True(t, ok, "the detached write is still bounded")
+		assert.Equal(t, time.Now().Add(b.Store), got)
+	})
 }
 
 func TestDetachedStoreContextFromExpiredParentStillHasStoreTime(t *testing.T) {

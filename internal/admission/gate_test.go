@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -18,22 +19,6 @@ func newTestGate(t *testing.T, cfg GateConfig) *Gate {
 	g, err := NewGate(cfg)
 	require.NoError(t, err)
 	return g
-}
-
-// assertNoGoroutineLeak compares goroutine counts, giving exiting
-// goroutines a moment to finish. It asserts a count, not a duration.
-func assertNoGoroutineLeak(t *testing.T, before int) {
-	t.Helper()
-	var now int
-	for range 200 {
-		runtime.GC()
-		now = runtime.NumGoroutine()
-		if now <= before {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("goroutine leak: %d before, %d after", before, now)
 }
 
 func TestNewGateValidatesConfig(t *testing.T) {
@@ -98,13 +83,20 @@ func TestReleaseIsIdempotent(t *testing.T) {
 	assert.Equal(t, 0, g.Stats().InFlight)
 }
 
+// The tests that queue callers run in a synctest bubble: time stands still
+// while anyone can run, synctest.Wait says when every caller is parked, and
+// the bubble fails a test that leaves a goroutine blocked behind it.
+
 func TestFullGateQueuesUpToMaxQueueAndRefusesTheRestAtOnce(t *testing.T) {
+	synctest.Test(t, testFullGateQueuesUpToMaxQueueAndRefusesTheRestAtOnce)
+}
+
+func testFullGateQueuesUpToMaxQueueAndRefusesTheRestAtOnce(t *testing.T) {
 	const (
 		maxInFlight = 3
 		maxQueue    = 4
 		extra       = 10 // callers beyond slots: maxQueue queue, the rest refused
 	)
-	before := runtime.NumGoroutine()
 	// MaxWait is long: queued callers must be served by releases, not time out.
 	g := newTestGate(t, GateConfig{MaxInFlight: maxInFlight, MaxQueue: maxQueue, MaxWait: time.Minute})
 	ctx := context.Background()
@@ -152,9 +144,9 @@ func TestFullGateQueuesUpToMaxQueueAndRefusesTheRestAtOnce(t *testing.T) {
 	}
 
 	// The refused callers return at once, while all slots are still held.
-	require.Eventually(t, func() bool {
-		return g.Stats().Queued == maxQueue && len(results) == extra-maxQueue
-	}, 5*time.Second, time.Millisecond)
+	synctest.Wait()
+	require.Equal(t, maxQueue, g.Stats().Queued)
+	require.Len(t, results, extra-maxQueue)
 	st := g.Stats()
 	assert.Equal(t, maxInFlight, st.InFlight)
 	assert.Equal(t, uint64(extra-maxQueue), st.Rejected)
@@ -189,12 +181,14 @@ func TestFullGateQueuesUpToMaxQueueAndRefusesTheRestAtOnce(t *testing.T) {
 	st = g.Stats()
 	assert.Zero(t, st.InFlight)
 	assert.Zero(t, st.Queued)
-	assertNoGoroutineLeak(t, before)
 }
 
 func TestInFlightNeverExceedsMaxUnderLoad(t *testing.T) {
+	synctest.Test(t, testInFlightNeverExceedsMaxUnderLoad)
+}
+
+func testInFlightNeverExceedsMaxUnderLoad(t *testing.T) {
 	const maxInFlight = 4
-	before := runtime.NumGoroutine()
 	g := newTestGate(t, GateConfig{MaxInFlight: maxInFlight, MaxQueue: 8, MaxWait: 10 * time.Millisecond})
 
 	var inFlight, peak atomic.Int64
@@ -231,17 +225,23 @@ func TestInFlightNeverExceedsMaxUnderLoad(t *testing.T) {
 	assert.Equal(t, uint64(refused.Load()), g.Stats().Rejected)
 	assert.Zero(t, g.Stats().InFlight)
 	assert.Zero(t, g.Stats().Queued)
-	assertNoGoroutineLeak(t, before)
 }
 
 func TestQueuedCallerGetsWaitExceededAfterMaxWait(t *testing.T) {
-	before := runtime.NumGoroutine()
-	g := newTestGate(t, GateConfig{MaxInFlight: 1, MaxQueue: 1, MaxWait: 50 * time.Millisecond})
+	synctest.Test(t, testQueuedCallerGetsWaitExceededAfterMaxWait)
+}
+
+func testQueuedCallerGetsWaitExceededAfterMaxWait(t *testing.T) {
+	const maxWait = 50 * time.Millisecond
+	g := newTestGate(t, GateConfig{MaxInFlight: 1, MaxQueue: 1, MaxWait: maxWait})
 	release, err := g.Acquire(context.Background())
 	require.NoError(t, err)
 	defer release()
 
+	start := time.Now()
 	_, err = g.Acquire(context.Background())
+	// The bubble's clock moves only when everyone waits: exactly MaxWait passed.
+	assert.Equal(t, maxWait, time.Since(start), "refused at MaxWait, not before or after")
 	var oe *OverloadedError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, ReasonWaitExceeded, oe.Reason)
@@ -249,7 +249,6 @@ func TestQueuedCallerGetsWaitExceededAfterMaxWait(t *testing.T) {
 	assert.ErrorIs(t, err, ErrOverloaded)
 	assert.Equal(t, uint64(1), g.Stats().Rejected)
 	assert.Zero(t, g.Stats().Queued, "the timed-out caller left the queue")
-	assertNoGoroutineLeak(t, before)
 }
 
 func TestZeroQueueRefusesAtOnceWhenBusy(t *testing.T) {
@@ -265,7 +264,10 @@ func TestZeroQueueRefusesAtOnceWhenBusy(t *testing.T) {
 }
 
 func TestQueuedCallerStopsWaitingWhenContextIsCancelled(t *testing.T) {
-	before := runtime.NumGoroutine()
+	synctest.Test(t, testQueuedCallerStopsWaitingWhenContextIsCancelled)
+}
+
+func testQueuedCallerStopsWaitingWhenContextIsCancelled(t *testing.T) {
 	g := newTestGate(t, GateConfig{MaxInFlight: 1, MaxQueue: 1, MaxWait: time.Minute})
 	release, err := g.Acquire(context.Background())
 	require.NoError(t, err)
@@ -277,7 +279,8 @@ func TestQueuedCallerStopsWaitingWhenContextIsCancelled(t *testing.T) {
 		_, err := g.Acquire(ctx)
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return g.Stats().Queued == 1 }, 5*time.Second, time.Millisecond)
+	synctest.Wait()
+	require.Equal(t, 1, g.Stats().Queued)
 	cancel()
 
 	err = <-done
@@ -285,7 +288,6 @@ func TestQueuedCallerStopsWaitingWhenContextIsCancelled(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrOverloaded, "a caller that went away is not an overload")
 	assert.Zero(t, g.Stats().Queued)
 	assert.Zero(t, g.Stats().Rejected)
-	assertNoGoroutineLeak(t, before)
 }
 
 func TestAcquireWithEndedContextTakesNoSlot(t *testing.T) {

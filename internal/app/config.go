@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/policy"
+	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
 )
 
@@ -139,7 +140,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		ReleaseCommitDeadline:  e.boolean("INTENTGATE_RELEASE_COMMIT_DEADLINE", true),
 		ClockSkewBound:         e.dur("INTENTGATE_CLOCK_SKEW_BOUND", DefaultClockSkewBound),
 		DeployGrants:           e.str("INTENTGATE_DEPLOY_GRANTS", ""),
-		Operator:               e.str("INTENTGATE_OPERATOR", "release-oncall"),
+		Operator:               e.str("INTENTGATE_OPERATOR", reconcile.DefaultOperator),
 		MaxInFlight:            e.integer("INTENTGATE_MAX_IN_FLIGHT", 8),
 		MaxQueue:               e.integer("INTENTGATE_MAX_QUEUE", 16),
 		MaxQueueWait:           e.dur("INTENTGATE_MAX_QUEUE_WAIT", time.Second),

@@ -482,3 +482,14 @@ func (ev templateEval) truth(n *yamlNode) (bool, error) {
 	}
 	return false, fmt.Errorf("condition function %q is not supported by this test's evaluator", name)
 }
+
+// TestTemplateOperatorDefaultIsTheConfigDefault: a stack deployed without
+// OperatorName names the same operator in its escalations, tags and alarms
+// as a local run without INTENTGATE_OPERATOR.
+func TestTemplateOperatorDefaultIsTheConfigDefault(t *testing.T) {
+	cfg, err := FromEnv(func(k string) (string, bool) { v, ok := minimalEnv()[k]; return v, ok })
+	require.NoError(t, err)
+	def := loadTemplate(t).root.get("Parameters", "OperatorName", "Default")
+	require.NotNil(t, def, "OperatorName has a Default")
+	assert.Equal(t, cfg.Operator, def.Value)
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/streampoll"
 )
@@ -30,7 +30,7 @@ const reconcilerFunction = "ReconcilerFunction"
 // the first write; reading from TRIM_HORIZON of a fresh table is what
 // LATEST at creation would have delivered.
 func streamTrigger() (streampoll.Trigger, error) {
-	root, err := enginetest.RepoRoot()
+	root, err := localengine.RepoRoot()
 	if err != nil {
 		return streampoll.Trigger{}, fmt.Errorf("chaos: stream trigger: %w", err)
 	}

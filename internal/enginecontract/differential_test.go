@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 )
 
 // The differential test: the engine's patches that change how answers are
@@ -39,7 +39,7 @@ const (
 )
 
 func TestFastPathAgainstStockMoto(t *testing.T) {
-	if engine.Kind() != enginetest.KindMoto {
+	if engine.Kind() != localengine.KindMoto {
 		t.Skipf("compares the local engine's variants; this run is against %s", engine.Kind())
 	}
 	stock := startVariant(t, "--stock")
@@ -146,7 +146,7 @@ type rawEngine struct {
 
 func startVariant(t *testing.T, args ...string) *rawEngine {
 	t.Helper()
-	e, err := enginetest.StartMoto(t.Context(), args...)
+	e, err := localengine.StartMoto(t.Context(), args...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, e.Stop()) })
 	name := "fast path"

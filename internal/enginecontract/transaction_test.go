@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 )
 
 const (
@@ -97,13 +97,13 @@ func TestTransactionRepeatedWithSameClientRequestToken(t *testing.T) {
 
 	_, err = c.TransactWriteItems(ctx, in)
 	switch engine.Kind() {
-	case enginetest.KindMoto:
+	case localengine.KindMoto:
 		t.Run("moto_difference_ignores_ClientRequestToken", func(t *testing.T) {
 			var tce *types.TransactionCanceledException
 			require.True(t, errors.As(err, &tce), "want TransactionCanceledException, got %v", err)
 			assert.Equal(t, []string{codeNone, codeConditionalCheckFailed}, reasonCodes(tce))
 		})
-	case enginetest.KindDynamoDB:
+	case localengine.KindDynamoDB:
 		t.Run("dynamodb_repeat_succeeds_idempotently", func(t *testing.T) {
 			assert.NoError(t, err)
 		})
@@ -219,7 +219,7 @@ func TestTransactionOnAMissingTable(t *testing.T) {
 		put, {ConditionCheck: &types.ConditionCheck{TableName: aws.String(missing), Key: key("intent#b"),
 			ConditionExpression: aws.String("attribute_exists(pk)")}},
 	}})
-	if engine.Kind() == enginetest.KindMoto {
+	if engine.Kind() == localengine.KindMoto {
 		t.Run("moto_difference_condition_check_on_a_missing_table_cancels", func(t *testing.T) {
 			var tce *types.TransactionCanceledException
 			require.True(t, errors.As(err, &tce), "want TransactionCanceledException, got %v", err)

@@ -1,3 +1,10 @@
+// Package enginetest gives integration tests a DynamoDB-compatible engine
+// (internal/localengine: local moto by default, or the engine the
+// environment names). A test package starts one engine in TestMain with
+// Main and gives each test its own small table named by TableName; NewStore
+// is that table behind a store, created and deleted for the test.
+//
+// Only tests import this package: it links "testing".
 package enginetest
 
 import (
@@ -8,7 +15,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/intentgate/intentgate/internal/localengine"
 )
+
+// Engine is the engine of a test binary: a localengine.Engine with the
+// per-test helpers of this package.
+type Engine struct {
+	*localengine.Engine
+}
 
 // Main starts one engine for a test binary, hands it to setup, runs the
 // tests and stops the engine. Use it from TestMain:
@@ -22,11 +37,12 @@ import (
 // It returns the exit code for os.Exit; an engine that cannot start fails
 // the whole binary with the reason on stderr.
 func Main(m *testing.M, setup func(*Engine)) int {
-	e, err := Start(context.Background())
+	started, err := localengine.Start(context.Background())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "enginetest: %v\n", err)
 		return 1
 	}
+	e := &Engine{Engine: started}
 	defer func() {
 		if err := e.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "enginetest: %v\n", err)

@@ -25,6 +25,30 @@
 // A pattern is validated when compiled: an unknown operator, a malformed
 // operand or a non-object pattern is an error, never a rule that silently
 // matches nothing.
+//
+// Why not a library. Quamina (github.com/timbray/quamina, Apache-2.0,
+// module quamina.net/go/quamina/v2), the maintained EventBridge-pattern
+// matcher, was evaluated as the engine behind this package's API and
+// rejected:
+//
+//   - It cannot be built here: the Go module proxy serves no version of
+//     quamina.net/go/quamina (nor of the github.com path), so `make test` on
+//     a clean clone could not fetch it, and copying its source into the
+//     repository would fork it.
+//   - It would cover the two patterns template.yaml installs (exact string
+//     and anything-but over a list of strings, inside typed DynamoDB
+//     values), but not the Lambda rule syntax this package accepts and
+//     tests: no "numeric" comparisons at all (numbers match by equality
+//     only); no "suffix" (only a "wildcard" that would need escaping of
+//     '*' in the operand); "anything-but" only over an array of strings
+//     (not a single value, a number, {"prefix"} or {"suffix"}); and its
+//     Exists and Anything-But patterns must stand alone in their array,
+//     while this package ORs them with the array's other elements like
+//     any rule.
+//
+// Keeping the rule set behind Compile and Criteria means a library can
+// replace the matcher later without any caller (internal/streampoll)
+// changing; the table tests in eventfilter_test.go are its specification.
 package eventfilter
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/pause"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -18,7 +19,7 @@ const (
 	DefaultBatchLimit       = 25
 	DefaultMaxPerInvocation = 100
 	DefaultReserve          = 2 * time.Second
-	DefaultOperator         = "release-oncall"
+	DefaultOperator         = "intentgate-oncall" // as template.yaml's OperatorName
 	DefaultMaxStreamWait    = 10 * time.Second
 )
 
@@ -98,7 +99,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("reconcile: MaxStreamWait must not be negative, got %s", cfg.MaxStreamWait)
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = pause.Sleep
 	}
 	if cfg.BatchLimit == 0 {
 		cfg.BatchLimit = DefaultBatchLimit
@@ -172,15 +173,4 @@ func JournalNeeds(r tools.Recovery) int {
 	// Plus the duplicate audit (at most ProbeBudget searches) and one
 	// stale dispatcher's evidence per attempt.
 	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -229,10 +229,7 @@ func (f fixture) storedOp(t *testing.T, operationID, orderID string, lease time.
 		Payload: map[string]string{"order_id": orderID, "reason": "r", "review_type": riskreview.ReviewType},
 	}, f.clock.Now(), lease)
 	require.NoError(t, err)
-	res, err := f.st.InsertIfAbsent(context.Background(), op)
-	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Kind)
-	return res.Operation
+	return insertNew(t, f.st, op)
 }
 
 // toUnknown records a lost response on a PENDING operation, due at once.
@@ -250,3 +247,13 @@ func lastEvent(op operation.Operation) operation.Event {
 }
 
 func orderID(i int) string { return fmt.Sprintf("O202607280%02d", i%50+1) }
+
+// insertNew stores op, which must be the first of its keys, and returns it
+// as stored.
+func insertNew(t *testing.T, st *store.Store, op operation.Operation) operation.Operation {
+	t.Helper()
+	res, err := st.InsertIfAbsent(context.Background(), op)
+	require.NoError(t, err)
+	require.Equal(t, store.Inserted, res.Kind)
+	return res.Operation
+}

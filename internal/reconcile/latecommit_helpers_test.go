@@ -177,8 +177,5 @@ func (f releaseFixture) storedTicketOp(t *testing.T, lease time.Duration) operat
 		TenantID: deployer.TenantID, Target: target, Payload: target}, f.at(f.dispatcher)(), lease)
 	require.NoError(t, err)
 	op = op.WithCommitDeadline(f.disp.CommitDeadline(op.DueAt))
-	res, err := f.st.InsertIfAbsent(context.Background(), op)
-	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Kind)
-	return res.Operation
+	return insertNew(t, f.st, op)
 }

@@ -157,10 +157,7 @@ func (f fixture) storedOpOf(t *testing.T, tool, operationID string, lease time.D
 		Target: map[string]string{"id": operationID}, Payload: map[string]string{"id": operationID},
 	}, f.clock.Now(), lease)
 	require.NoError(t, err)
-	res, err := f.st.InsertIfAbsent(context.Background(), op)
-	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Kind)
-	return res.Operation
+	return insertNew(t, f.st, op)
 }
 
 // Operations of a tool this reconciler has no family for (ticket tools
@@ -262,10 +259,7 @@ func (f fixture) storedOpIn(t *testing.T, st *store.Store, operationID, orderID 
 		Target: map[string]string{"order_id": orderID, "review_type": riskreview.ReviewType}, Payload: args,
 	}, f.clock.Now(), lease)
 	require.NoError(t, err)
-	res, err := st.InsertIfAbsent(context.Background(), op)
-	require.NoError(t, err)
-	require.Equal(t, store.Inserted, res.Kind)
-	return res.Operation
+	return insertNew(t, st, op)
 }
 
 func TestSweepFindsEntriesWrittenUnderEveryShardCountInUse(t *testing.T) {

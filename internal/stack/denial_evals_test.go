@@ -152,7 +152,7 @@ func TestDenialEval_provider_lookup_inconclusive_stop_unknown_outcome(t *testing
 		if p["state"] == "ESCALATED" {
 			escalated = true
 			assert.Equal(t, "verification_inconclusive", p["outcome"])
-			assert.Contains(t, p["escalation"], "release-oncall", "handed to a named operator")
+			assert.Contains(t, p["escalation"], "intentgate-oncall", "handed to a named operator")
 			break
 		}
 		assert.Equal(t, "UNKNOWN", p["state"])

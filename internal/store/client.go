@@ -17,10 +17,11 @@ type ClientConfig struct {
 	Region   string // AWS_REGION; defaults to us-east-1
 }
 
-// NewClient builds a DynamoDB client. With an endpoint override and no
-// credentials in the environment, static dummy credentials are used, because
-// local engines accept any signature but the SDK refuses to sign without one.
-func NewClient(ctx context.Context, cc ClientConfig) (*dynamodb.Client, error) {
+// LoadAWSConfig loads the AWS configuration that reaches the engine cc
+// names. With an endpoint override, static dummy credentials are used,
+// because local engines accept any signature but the SDK refuses to sign
+// without one.
+func LoadAWSConfig(ctx context.Context, cc ClientConfig) (aws.Config, error) {
 	region := cc.Region
 	if region == "" {
 		region = "us-east-1"
@@ -32,7 +33,17 @@ func NewClient(ctx context.Context, cc ClientConfig) (*dynamodb.Client, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	return cfg, nil
+}
+
+// NewClient builds a DynamoDB client for the engine cc names
+// (LoadAWSConfig).
+func NewClient(ctx context.Context, cc ClientConfig) (*dynamodb.Client, error) {
+	cfg, err := LoadAWSConfig(ctx, cc)
+	if err != nil {
+		return nil, err
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if cc.Endpoint != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -291,16 +292,21 @@ func (r *DueReader) fill(ctx context.Context, parts []*duePart) error {
 // query reads one page of p. It runs in parallel with other parts' queries
 // and touches only p.
 func (r *DueReader) query(ctx context.Context, p *duePart) error {
+	due, err := expression.NewBuilder().WithKeyCondition(
+		expression.Key(attrGSI1PK).Equal(expression.Value(p.key)).
+			And(expression.Key(attrGSI1SK).LessThanEqual(expression.Value(formatTime(r.now)))),
+	).Build()
+	if err != nil {
+		return fmt.Errorf("due: key condition: %w", err)
+	}
 	in := &dynamodb.QueryInput{
-		TableName:              aws.String(r.st.cfg.Table),
-		IndexName:              aws.String(DueIndex),
-		KeyConditionExpression: aws.String("gsi1pk = :due AND gsi1sk <= :now"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":due": &types.AttributeValueMemberS{Value: p.key},
-			":now": &types.AttributeValueMemberS{Value: formatTime(r.now)},
-		},
-		Limit:             aws.Int32(int32(r.limit)),
-		ExclusiveStartKey: p.start,
+		TableName:                 aws.String(r.st.cfg.Table),
+		IndexName:                 aws.String(DueIndex),
+		KeyConditionExpression:    due.KeyCondition(),
+		ExpressionAttributeNames:  due.Names(),
+		ExpressionAttributeValues: due.Values(),
+		Limit:                     aws.Int32(int32(r.limit)),
+		ExclusiveStartKey:         p.start,
 	}
 	out, err := r.st.db.Query(ctx, in)
 	if err != nil {
@@ -381,18 +387,21 @@ func (s *Store) Park(ctx context.Context, op operation.Operation) (bool, error) 
 	if op.Key.Tool == "" {
 		return false, fmt.Errorf("park %s: %w: no tool", op.Handle, operation.ErrInvalid)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.cfg.Table),
-		Key:                 map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: opPK(op.Handle)}},
-		UpdateExpression:    aws.String("SET #gsi1pk = :parked"),
-		ConditionExpression: aws.String("#version = :v AND attribute_exists(#gsi1pk)"),
-		ExpressionAttributeNames: map[string]string{
-			"#gsi1pk": attrGSI1PK, "#version": attrVersion,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":parked": &types.AttributeValueMemberS{Value: ParkedKey(op.Key.Tool)},
-			":v":      &types.AttributeValueMemberN{Value: strconv.FormatInt(op.Version, 10)},
-		},
+	park, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrGSI1PK), expression.Value(ParkedKey(op.Key.Tool)))).
+		WithCondition(expression.Name(attrVersion).Equal(expression.Value(op.Version)).
+			And(expression.AttributeExists(expression.Name(attrGSI1PK)))).
+		Build()
+	if err != nil {
+		return false, fmt.Errorf("park %s: update expression: %w", op.Handle, err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.cfg.Table),
+		Key:                       pkKey(opPK(op.Handle)),
+		UpdateExpression:          park.Update(),
+		ConditionExpression:       park.Condition(),
+		ExpressionAttributeNames:  park.Names(),
+		ExpressionAttributeValues: park.Values(),
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

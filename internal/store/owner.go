@@ -7,20 +7,20 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/intentgate/intentgate/internal/operation"
 )
 
-// ownerProjection names the attributes GetOwner reads (all through
-// placeholders: several are DynamoDB reserved words).
-var ownerProjection = struct {
-	expr  string
-	names map[string]string
-}{
-	expr: "#h, #t, #c, #u, #n, #g, #k, #o",
-	names: map[string]string{"#h": "handle", "#t": "tool", "#c": "client_id", "#u": "end_user",
-		"#n": "tenant", "#g": "target", "#k": "kind", "#o": "operation_pk"},
+// ownerProjection names the attributes GetOwner reads; the builder puts
+// every name behind a placeholder (several are DynamoDB reserved words).
+func ownerProjection() (expression.Expression, error) {
+	return expression.NewBuilder().WithProjection(expression.NamesList(
+		expression.Name("handle"), expression.Name("tool"), expression.Name("client_id"),
+		expression.Name("end_user"), expression.Name("tenant"), expression.Name("target"),
+		expression.Name("kind"), expression.Name(attrHolder),
+	)).Build()
 }
 
 // GetOwner reads only the owner attributes of the operation behind handle
@@ -32,12 +32,16 @@ func (s *Store) GetOwner(ctx context.Context, handle string) (operation.Owner, e
 	if err := operation.ValidateHandle(handle); err != nil {
 		return operation.Owner{}, fmt.Errorf("get owner: %w", err)
 	}
+	projection, err := ownerProjection()
+	if err != nil {
+		return operation.Owner{}, fmt.Errorf("get owner %s: projection: %w", handle, err)
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(s.cfg.Table),
 		Key:                      pkKey(opPK(handle)),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String(ownerProjection.expr),
-		ExpressionAttributeNames: ownerProjection.names,
+		ProjectionExpression:     projection.Projection(),
+		ExpressionAttributeNames: projection.Names(),
 	})
 	if err != nil {
 		return operation.Owner{}, fmt.Errorf("get owner %s: %w", handle, err)

@@ -11,10 +11,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/pause"
 )
 
 // Config of the store. Defaults are filled by New.
@@ -140,7 +142,10 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert: marshal business key: %w", err)
 	}
-	notExists := aws.String("attribute_not_exists(pk)")
+	absent, err := keyAbsent()
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert: %w", err)
+	}
 	input := &dynamodb.TransactWriteItemsInput{
 		// Derived from the scoped key and this attempt's nonce: the SDK's own
 		// retries of this call are idempotent on DynamoDB, while another
@@ -148,9 +153,11 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 		// store does not depend on it (moto ignores it): see ownInsert.
 		ClientRequestToken: aws.String(requestToken(op.Key, nonce)),
 		TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: opAV, ConditionExpression: notExists,
+			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: opAV,
+				ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: bkAV, ConditionExpression: notExists,
+			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: bkAV,
+				ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		},
 	}
@@ -252,8 +259,13 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert %s: marshal binding: %w", op.Handle, err)
 	}
+	absent, err := keyAbsent()
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
+	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.cfg.Table), Item: av, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		TableName: aws.String(s.cfg.Table), Item: av,
+		ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -429,6 +441,16 @@ func (s *Store) getBusinessKey(ctx context.Context, key string) (bkItem, error) 
 	return bk, nil
 }
 
+// keyAbsent is the condition of every put that creates an item: nothing
+// stored at its pk yet.
+func keyAbsent() (expression.Expression, error) {
+	absent, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))).Build()
+	if err != nil {
+		return expression.Expression{}, fmt.Errorf("condition expression: %w", err)
+	}
+	return absent, nil
+}
+
 func pkKey(pk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}}
 }
@@ -444,12 +466,8 @@ func newNonce() (string, error) {
 }
 
 func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(10<<attempt) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("store backoff: %w", ctx.Err())
-	case <-t.C:
-		return nil
+	if err := pause.Sleep(ctx, time.Duration(10<<attempt)*time.Millisecond); err != nil {
+		return fmt.Errorf("store backoff: %w", err)
 	}
+	return nil
 }

@@ -210,7 +210,7 @@ func TestFailedReleasesTheBusinessKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, failed.State)
 	assert.Empty(t, f.rawItem(t, "bk#"+bk), "business key deleted in the same transaction")
-	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "settled operations get a TTL")
+	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "a FAILED operation gets a TTL")
 
 	// The key answered by deduplication keeps that answer.
 	res, err = f.st.InsertIfAbsent(ctx, second)
@@ -581,4 +581,35 @@ func TestABoundKeyIsJudgedByItsOwnFirstDigestNotTheHolders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.Conflict, res.Kind, "the holder's arguments are other arguments for this key")
 	assert.True(t, res.Bound)
+}
+
+// Retention is for proven no-effect only: FAILED expires Retention after its
+// last update; an operation still owed work or an operator's decision never
+// expires under anyone.
+func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const retention = 48 * time.Hour
+	st, err := store.New(f.db, store.Config{Table: f.table, Retention: retention})
+	require.NoError(t, err)
+
+	failing := newOp(t, "client-a", "op-ttl-fail-01", "bk|ttl-fail", "r")
+	f.insert(t, failing)
+	failedAt := t0.Add(7 * time.Second)
+	_, err = st.Transition(ctx, failing, operation.Event{Type: operation.EventBusinessRejected, At: failedAt})
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(failedAt.Add(retention).Unix())},
+		f.rawItem(t, "op#"+failing.Handle)["expires_at"])
+
+	escalating := newOp(t, "client-a", "op-ttl-esc-01", "bk|ttl-esc", "r")
+	f.insert(t, escalating)
+	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "PENDING")
+	unknown, err := st.Transition(ctx, escalating, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "UNKNOWN")
+	escalated, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeMultiple, At: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, operation.StateEscalated, escalated.State)
+	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "ESCALATED")
+	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -81,14 +80,21 @@ func ownWrite(stored, next operation.Operation) bool {
 // transitionReleasingBusinessKey records FAILED and deletes the business
 // key in one transaction, so a proven no-effect never keeps blocking its fact.
 func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current operation.Operation, update *types.Update) error {
-	holder := &types.AttributeValueMemberS{Value: opPK(current.Handle)}
+	heldByCurrent, err := expression.NewBuilder().WithCondition(expression.Or(
+		expression.AttributeNotExists(expression.Name(attrPK)),
+		expression.Name(attrHolder).Equal(expression.Value(opPK(current.Handle))),
+	)).Build()
+	if err != nil {
+		return fmt.Errorf("business key condition: %w", err)
+	}
 	bkItem := types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.BusinessKey)),
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR operation_pk = :holder"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":holder": holder},
+		ConditionExpression:       heldByCurrent.Condition(),
+		ExpressionAttributeNames:  heldByCurrent.Names(),
+		ExpressionAttributeValues: heldByCurrent.Values(),
 	}}
 	update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Update: update}, bkItem},
 	})
 	var cancelled *types.TransactionCanceledException
@@ -111,101 +117,58 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]string{"#state": attrState, "#version": attrVersion, "#journal": attrJournal}
-	values := map[string]types.AttributeValue{
-		":from":  &types.AttributeValueMemberS{Value: string(current.State)},
-		":v":     &types.AttributeValueMemberN{Value: strconv.FormatInt(current.Version, 10)},
-		":ev":    &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: evJSON}}},
-		":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-	}
-	set := []string{"#journal = list_append(if_not_exists(#journal, :empty), :ev)"}
-	var remove []string
-	put := func(attr string, v any) error {
-		av, err := attributevalue.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("marshal %s: %w", attr, err)
-		}
-		n, p := "#"+attr, ":"+attr
-		names[n], values[p] = attr, av
-		set = append(set, n+" = "+p)
-		return nil
-	}
-	drop := func(attr string) {
-		names["#"+attr] = attr
-		remove = append(remove, "#"+attr)
-	}
-	fields := []struct {
-		attr string
-		v    any
-	}{
-		{attrState, string(next.State)}, {attrVersion, next.Version}, {"outcome", string(next.Outcome)},
-		{"retry_count", next.RetryCount}, {"probe_count", next.ProbeCount},
-		{"client_timeouts", next.ClientTimeouts}, {"duplicate_resources", next.DuplicateResources},
-		{"updated_at", formatTime(next.UpdatedAt)},
-	}
-	for _, f := range fields {
-		if f.attr == attrState || f.attr == attrVersion {
-			set = append(set, "#"+f.attr+" = :"+f.attr)
-			av, err := attributevalue.Marshal(f.v)
-			if err != nil {
-				return nil, fmt.Errorf("marshal %s: %w", f.attr, err)
-			}
-			values[":"+f.attr] = av
-			continue
-		}
-		if err := put(f.attr, f.v); err != nil {
-			return nil, err
-		}
-	}
+	journal := expression.Name(attrJournal)
+	update := expression.Set(journal, expression.ListAppend(
+		journal.IfNotExists(expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}})),
+		expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: evJSON}}})))
+	set := func(attr string, v any) { update = update.Set(expression.Name(attr), expression.Value(v)) }
+	set(attrState, string(next.State))
+	set(attrVersion, next.Version)
+	set("outcome", string(next.Outcome))
+	set("retry_count", next.RetryCount)
+	set("probe_count", next.ProbeCount)
+	set("client_timeouts", next.ClientTimeouts)
+	set("duplicate_resources", next.DuplicateResources)
+	set("updated_at", formatTime(next.UpdatedAt))
 	for attr, v := range map[string]string{
 		"resource_id": next.ResourceID, "receipt": next.Receipt, "escalation": next.Escalation,
 		"due_at": formatTime(next.DueAt), "last_dispatch_at": formatTime(next.LastDispatchAt),
 	} {
 		if v == "" {
-			drop(attr)
+			update = update.Remove(expression.Name(attr))
 			continue
 		}
-		if err := put(attr, v); err != nil {
-			return nil, err
-		}
+		set(attr, v)
 	}
 	if next.NeedsReconciliation() { // includes a SUCCEEDED operation whose duplicate audit is due
-		if err := put(attrGSI1PK, s.dueKey(next.Handle)); err != nil {
-			return nil, err
-		}
-		if err := put(attrGSI1SK, formatTime(next.DueAt)); err != nil {
-			return nil, err
-		}
+		set(attrGSI1PK, s.dueKey(next.Handle))
+		set(attrGSI1SK, formatTime(next.DueAt))
 	} else {
-		drop(attrGSI1PK)
-		drop(attrGSI1SK)
+		update = update.Remove(expression.Name(attrGSI1PK)).Remove(expression.Name(attrGSI1SK))
 	}
 	if next.State == operation.StateFailed {
-		if err := put(attrExpires, s.expiry(next)); err != nil {
-			return nil, err
-		}
+		set(attrExpires, s.expiry(next))
 	} else {
-		drop(attrExpires)
+		update = update.Remove(expression.Name(attrExpires))
 	}
-	condition := "#version = :v AND #state = :from"
+	condition := expression.Name(attrVersion).Equal(expression.Value(current.Version)).
+		And(expression.Name(attrState).Equal(expression.Value(string(current.State))))
 	if ev.Type == operation.EventRetryClaimed {
 		// The claim rule (docs/design.md, State machine): only a due
 		// RETRYABLE may be claimed.
-		names["#claim_due"] = "due_at"
-		values[":claim_at"] = &types.AttributeValueMemberS{Value: formatTime(ev.At)}
-		condition += " AND #claim_due <= :claim_at"
+		condition = condition.And(expression.Name("due_at").LessThanEqual(expression.Value(formatTime(ev.At))))
 	}
-	expr := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		expr += " REMOVE " + strings.Join(remove, ", ")
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(condition).Build()
+	if err != nil {
+		return nil, fmt.Errorf("update expression: %w", err)
 	}
 	return &types.Update{
 		TableName:                 aws.String(s.cfg.Table),
 		Key:                       pkKey(opPK(current.Handle)),
-		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String(condition),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 	}, nil
 }
 

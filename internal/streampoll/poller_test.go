@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/streampoll"
 )
@@ -128,7 +129,7 @@ func keys(ev events.DynamoDBEvent) []string {
 
 func repoTemplate(t *testing.T) streampoll.Trigger {
 	t.Helper()
-	root, err := enginetest.RepoRoot()
+	root, err := localengine.RepoRoot()
 	require.NoError(t, err)
 	tr, err := streampoll.TriggerFromTemplate(filepath.Join(root, "template.yaml"), "ReconcilerFunction")
 	require.NoError(t, err)

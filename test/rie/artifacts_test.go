@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 )
 
 // The emulator version the tests run; infra/rie/install.sh pins the same.
@@ -39,7 +39,7 @@ type artifacts struct {
 // prepare installs the emulator (once per checkout) and builds both
 // bootstraps into dir, concurrently.
 func prepare(ctx context.Context, dir string) (artifacts, error) {
-	root, err := enginetest.RepoRoot()
+	root, err := localengine.RepoRoot()
 	if err != nil {
 		return artifacts{}, err
 	}

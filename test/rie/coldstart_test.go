@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/auth/issuer"
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 )
 
 // TestColdStartSideBySide is `make bench-coldstart`: the MCP function and a
@@ -33,7 +33,7 @@ func TestColdStartSideBySide(t *testing.T) {
 	}
 	rounds, warm := envInt(t, "INTENTGATE_BENCH_ROUNDS", 7), envInt(t, "INTENTGATE_BENCH_WARM", 50)
 	b := needBinaries(t)
-	root, err := enginetest.RepoRoot()
+	root, err := localengine.RepoRoot()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "bare", "bootstrap")

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 	"github.com/intentgate/intentgate/internal/store"
 )
 
@@ -73,7 +73,7 @@ func run(ctx context.Context, samples int, wide bool) error {
 // measure starts one engine variant and times transactions at each size,
 // growing one table from size to size.
 func measure(ctx context.Context, samples int, launcherArgs ...string) ([]time.Duration, error) {
-	e, err := enginetest.StartMoto(ctx, launcherArgs...)
+	e, err := localengine.StartMoto(ctx, launcherArgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/localengine"
 	"github.com/intentgate/intentgate/internal/store"
 )
 
@@ -75,7 +75,7 @@ func runWide(ctx context.Context, samples int) error {
 }
 
 type wideEngine struct {
-	engine    *enginetest.Engine
+	engine    *localengine.Engine
 	db        *dynamodb.Client
 	streams   *dynamodbstreams.Client
 	table     string
@@ -83,7 +83,7 @@ type wideEngine struct {
 }
 
 func startWide(ctx context.Context, launcherArgs ...string) (*wideEngine, error) {
-	e, err := enginetest.StartMoto(ctx, launcherArgs...)
+	e, err := localengine.StartMoto(ctx, launcherArgs...)
 	if err != nil {
 		return nil, err
 	}

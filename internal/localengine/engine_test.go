@@ -1,4 +1,4 @@
-package enginetest
+package localengine
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// These tests start their own moto engines (not Main's shared one) because
-// they check the process lifecycle itself.
+// These tests start their own moto engines because they check the process
+// lifecycle itself.
 
 // startOwnMoto starts a moto engine for this test alone, whatever engine
 // the environment names, with a client for it; stopped at cleanup.
@@ -64,7 +63,7 @@ func TestResetDropsMotoTables(t *testing.T) {
 	ctx := context.Background()
 	e, client := startOwnMoto(t)
 
-	_, err := client.CreateTable(ctx, minimalTable(TableName(t)))
+	_, err := client.CreateTable(ctx, minimalTable("reset-me"))
 	require.NoError(t, err)
 	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	require.NoError(t, err)
@@ -115,39 +114,6 @@ func TestStartRefusesUnknownKindWithoutEndpoint(t *testing.T) {
 	assert.Contains(t, err.Error(), EnvEndpoint)
 }
 
-func TestTableNameIsValidAndUnique(t *testing.T) {
-	valid := regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
-	a, b := TableName(t), TableName(t)
-	assert.NotEqual(t, a, b)
-	assert.Regexp(t, valid, a)
-
-	t.Run("a very long subtest name with spaces/slashes and ünïcode that goes on and on", func(t *testing.T) {
-		name := TableName(t)
-		assert.Regexp(t, valid, name)
-		assert.LessOrEqual(t, len(name), 3+maxNameFromTest+1+8)
-	})
-}
-
-func TestNewStoreGivesAFreshTableDroppedAtCleanup(t *testing.T) {
-	ctx := context.Background()
-	e, client := startOwnMoto(t)
-
-	var a, b string
-	t.Run("two stores", func(t *testing.T) {
-		a, b = e.NewStore(t).Table(), e.NewStore(t).Table()
-		assert.NotEqual(t, a, b)
-		out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
-		require.NoError(t, err)
-		assert.ElementsMatch(t, []string{a, b}, out.TableNames, "both tables exist and are active")
-		ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &a})
-		require.NoError(t, err)
-		assert.Equal(t, types.TimeToLiveStatusEnabled, ttl.TimeToLiveDescription.TimeToLiveStatus, "EnsureTable ran")
-	})
-	out, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
-	require.NoError(t, err)
-	assert.Empty(t, out.TableNames, "the subtest's cleanup deleted both tables")
-}
-
 // An HTTP client dials a connection for a request it then cancels and keeps
 // it idle (90 s by default); the engine must go on serving everyone else.
 func TestAnIdleConnectionDoesNotBlockOtherClients(t *testing.T) {
@@ -180,7 +146,7 @@ func TestStreamKeepsAtMostTheConfiguredNumberOfRecords(t *testing.T) {
 	require.NoError(t, err)
 	streams, err := e.StreamsClient(ctx)
 	require.NoError(t, err)
-	in := minimalTable(TableName(t))
+	in := minimalTable("stream-bounded")
 	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
 	_, err = db.CreateTable(ctx, in)
 	require.NoError(t, err)

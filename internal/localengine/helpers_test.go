@@ -1,4 +1,4 @@
-package enginetest
+package localengine
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"

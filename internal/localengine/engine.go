@@ -1,14 +1,14 @@
-// Package enginetest gives integration tests a DynamoDB-compatible engine:
-// the local moto engine (infra/engine/moto_server.py, started per test
-// binary) by default, or the engine named by the environment:
+// Package localengine starts and reaches a DynamoDB-compatible engine: the
+// local moto engine (infra/engine/moto_server.py, started as a child
+// process) by default, or the engine named by the environment:
 //
 //	INTENTGATE_DYNAMODB_ENDPOINT=http://localhost:4566  LocalStack or any endpoint (Kind "external" unless INTENTGATE_ENGINE_KIND says otherwise)
 //	INTENTGATE_ENGINE_KIND=dynamodb                      real DynamoDB with the ambient AWS credentials
 //
-// A test package starts one engine in TestMain with Main and gives each test
-// its own small table named by TableName; NewStore is that table behind a
-// store, created and deleted for the test.
-package enginetest
+// The local stack (infra/devstack, `make run`), the chaos campaign and the
+// engine benchmark use it directly; tests reach it through
+// internal/enginetest, which adds per-test tables and a TestMain helper.
+package localengine
 
 import (
 	"context"
@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
@@ -42,7 +40,7 @@ const (
 	KindDynamoDB = "dynamodb" // real DynamoDB (no endpoint override)
 )
 
-// Engine is one DynamoDB-compatible engine used by a test binary.
+// Engine is one DynamoDB-compatible engine used by a process.
 type Engine struct {
 	endpoint string
 	kind     string
@@ -52,7 +50,7 @@ type Engine struct {
 
 // Start returns the engine the environment selects, starting the local moto
 // engine when none is configured. ctx bounds only the start-up; the engine
-// runs until Stop (or until the test binary dies).
+// runs until Stop (or until the process that started it dies).
 func Start(ctx context.Context) (*Engine, error) {
 	endpoint := os.Getenv(EnvEndpoint)
 	kind := os.Getenv(EnvKind)
@@ -125,16 +123,7 @@ func (e *Engine) Client(ctx context.Context) (*dynamodb.Client, error) {
 // StreamsClient builds a DynamoDB Streams client for this engine, configured
 // like Client (same endpoint, region and credentials).
 func (e *Engine) StreamsClient(ctx context.Context) (*dynamodbstreams.Client, error) {
-	region := e.region
-	if region == "" {
-		region = "us-east-1" // as store.NewClient
-	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
-	if e.endpoint != "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
-			credentials.NewStaticCredentialsProvider("local", "local", ""))))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := store.LoadAWSConfig(ctx, e.ClientConfig())
 	if err != nil {
 		return nil, fmt.Errorf("engine streams client: %w", err)
 	}
@@ -147,8 +136,8 @@ func (e *Engine) StreamsClient(ctx context.Context) (*dynamodbstreams.Client, er
 }
 
 // Reset empties every table of a moto engine (POST /moto-api/reset); on other
-// engines it does nothing. It affects every test sharing the engine, so call
-// it only while no other test runs.
+// engines it does nothing. It affects every user of the engine, so call
+// it only while nothing else uses it.
 func (e *Engine) Reset(ctx context.Context) error {
 	if e.kind != KindMoto {
 		return nil

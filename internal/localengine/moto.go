@@ -1,4 +1,4 @@
-package enginetest
+package localengine
 
 import (
 	"bufio"
@@ -72,7 +72,7 @@ func startMoto(ctx context.Context, root string, launcherArgs ...string) (*motoP
 	if err != nil {
 		return nil, fmt.Errorf("start moto: %w", err)
 	}
-	// moto's errors stay visible in the test output; the tail also goes
+	// moto's errors stay visible on stderr; the tail also goes
 	// into the start-up error.
 	tail := &tailBuffer{max: 4096}
 	cmd.Stderr = io.MultiWriter(os.Stderr, tail)
