@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,5 +85,46 @@ func TestUnknownOlderThanMaxAgeEscalates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.EventProbeBudgetExhausted, res.Event)
 	assert.Contains(t, f.get(t, op.Handle).Escalation, "escalated to risk-oncall: outcome unknown for 11m0s")
-	assert.Equal(t, 0, f.sim.Stats().LookupCalls)
+	assert.Equal(t, 1, f.sim.Stats().LookupCalls, "one last look before a human is asked")
+}
+
+// A reconciler that was down past an operation's max age still looks once
+// before it pages a human: evidence that decides the operation wins over
+// its age, so a duplicate is escalated as the incident it is, naming every
+// effect, and a single verified effect needs no human at all.
+func TestUnknownOlderThanMaxAgeIsDecidedByDecisiveEvidence(t *testing.T) {
+	cases := []struct {
+		name         string
+		result       tools.ProbeResult
+		wantEvent    operation.EventType
+		wantState    operation.State
+		wantInDetail string
+	}{
+		{"two effects: an incident naming both",
+			tools.ProbeResult{Matches: []string{"rv-000001", "rv-000002"}, Authoritative: true, Source: "risk_provider"},
+			operation.EventProbeMultiple, operation.StateEscalated, "rv-000001, rv-000002"},
+		{"one verified effect: succeeded",
+			tools.ProbeResult{Matches: []string{"rv-000003"}, Authoritative: true, Source: "risk_provider"},
+			operation.EventProbeFoundOne, operation.StateSucceeded, ""},
+		{"authoritative absence: escalated, never re-sent this late",
+			tools.ProbeResult{Authoritative: true, Source: "risk_provider"},
+			operation.EventProbeBudgetExhausted, operation.StateEscalated, "outcome unknown for 11m0s"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, withRecovery(func(r *tools.Recovery) { r.MaxAge = 10 * time.Minute }))
+			svc := f.service(t, stubProbe{WriteTool: f.family, result: tc.result})
+			op := f.toUnknown(t, f.storedOp(t, fmt.Sprintf("op-maxage-evid-%d", i), orderID(40+i), time.Minute))
+			f.clock.Advance(11 * time.Minute)
+
+			res, err := svc.Reconcile(context.Background(), op)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantEvent, res.Event)
+			got := f.get(t, op.Handle)
+			assert.Equal(t, tc.wantState, got.State)
+			if tc.wantInDetail != "" {
+				assert.Contains(t, lastEvent(got).Detail, tc.wantInDetail)
+			}
+		})
+	}
 }

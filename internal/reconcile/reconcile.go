@@ -107,15 +107,16 @@ func (s *Service) expireLease(ctx context.Context, family tools.WriteTool, op op
 // probe looks an UNKNOWN operation up and decides on the evidence.
 func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
 	rec := family.Recovery()
-	if op.ProbeCount >= rec.ProbeBudget || (rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge) {
-		detail := fmt.Sprintf("escalated to %s: %d probes without proof", s.cfg.Operator, op.ProbeCount)
-		if op.ProbeCount < rec.ProbeBudget {
-			detail = fmt.Sprintf("escalated to %s: outcome unknown for %s (max age %s) after %d probes",
-				s.cfg.Operator, now.Sub(op.CreatedAt).Round(time.Second), rec.MaxAge, op.ProbeCount)
-		}
-		ev := operation.Event{Type: operation.EventProbeBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator, Detail: detail}
+	if op.ProbeCount >= rec.ProbeBudget {
+		ev := operation.Event{Type: operation.EventProbeBudgetExhausted, At: now, Source: "reconciler", Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: %d probes without proof", s.cfg.Operator, op.ProbeCount)}
 		return s.decide(ctx, family, op, ev, res)
 	}
+	// Past its max age an operation is no longer retried or probed again,
+	// but it is looked up once more first: a reconciler that was down that
+	// long must still name a duplicate as an incident, and a verified
+	// effect needs no human.
+	tooOld := rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge
 
 	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
 		// A probe cut short would be counted without asking the provider.
@@ -192,6 +193,11 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		}
 		ev = operation.Event{Type: operation.EventProbeInconclusive, Source: source, Result: ResultNotFoundUnproven,
 			Outcome: operation.OutcomeVerificationInconclusive, NextAt: next, Detail: joinDetail(found.Detail, why)}
+	}
+	if tooOld && ev.Type != operation.EventProbeFoundOne && ev.Type != operation.EventProbeMultiple {
+		ev = operation.Event{Type: operation.EventProbeBudgetExhausted, Source: "reconciler", Actor: s.cfg.Operator,
+			Detail: joinDetail(fmt.Sprintf("escalated to %s: outcome unknown for %s (max age %s) after %d probes",
+				s.cfg.Operator, now.Sub(op.CreatedAt).Round(time.Second), rec.MaxAge, op.ProbeCount+1), ev.Detail)}
 	}
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)
