@@ -28,6 +28,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/intentgate/intentgate/internal/eventfilter"
+	"github.com/intentgate/intentgate/internal/pause"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client the poller uses.
@@ -107,7 +108,7 @@ func New(streams StreamsAPI, cfg Config, handler Handler) (*Poller, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = pause.Sleep
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -405,17 +406,6 @@ func attribute(av streamtypes.AttributeValue) map[string]any {
 		return map[string]any{"M": image(v.Value)}
 	}
 	return map[string]any{"NULL": true} // unknown member: nothing to match on
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func ignoreDone(ctx context.Context, err error) error {
