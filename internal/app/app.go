@@ -207,8 +207,6 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	risk, _ := a.Families[riskreview.ToolRequest].(*riskreview.Family)
-	tickets, _ := a.Families[release.ToolCreate].(*release.Family)
 	var extensions []mcpserver.Extension
 	if a.Config.TaskIDKey != "" {
 		ext, err := a.tasksExtension(writes)
@@ -218,7 +216,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		extensions = append(extensions, ext)
 	}
 	gw, err := gateway.New(gateway.Config{
-		Executor: a.Executor, Writes: writes, Risk: risk, Release: tickets,
+		Executor: a.Executor, Writes: writes,
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics, Logger: a.Logger,
 		Tasks: len(extensions) > 0,
 	})

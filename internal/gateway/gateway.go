@@ -17,19 +17,14 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
-	"github.com/intentgate/intentgate/internal/tools/release"
-	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 // Config wires the gateway.
 type Config struct {
 	Executor *tools.Executor
-	// Writes are the write tools, served generically from their Spec.
-	Writes []tools.Published
-	// Risk adds get_risk_review_status; nil leaves it out.
-	Risk *riskreview.Family
-	// Release adds approve_rollout; nil leaves it out.
-	Release *release.Family
+	// Writes are the write tools, served generically from their Spec,
+	// each with its family's companion tools.
+	Writes  []tools.Published
 	Gate    *admission.Gate
 	Auditor *obs.Auditor
 	Metrics *obs.Metrics

@@ -74,6 +74,21 @@ func (r *refundTool) Render(_ tools.Caller, sub tools.Submission) tools.Rendered
 		IsError: v.IsError, Code: v.Code}
 }
 
+// Companions publishes the refund family's status query the way the
+// built-in families publish theirs: nothing about it is in the gateway.
+func (r *refundTool) Companions() []tools.OperationTool {
+	return []tools.OperationTool{{
+		Name: "get_refund_status", Title: "Refund status", Description: "A refund's status by its handle.",
+		InputSchema: `{"type":"object","additionalProperties":false,"properties":{"refund_handle":{"type":"string","pattern":"^op_[a-z2-7]{26}$"}},
+			"required":["refund_handle"]}`,
+		OutputSchema: `{"type":"object","properties":{"refund_handle":{"type":"string"},"status":{"type":"string"}}}`,
+		Kind:         tools.Reads, HandleArg: "refund_handle", Of: r.Name(),
+		Serve: func(_ context.Context, c tools.Caller, op operation.Operation, _ json.RawMessage) (tools.Rendered, error) {
+			return tools.Rendered{Body: map[string]any{"refund_handle": op.Handle, "status": string(op.State)}}, nil
+		},
+	}}
+}
+
 func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	st := engine.NewStore(t)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
@@ -114,6 +129,16 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 		assert.Contains(t, string(mustJSON(t, res.StructuredContent)), `"status":"SUCCEEDED"`)
 	}
 	assert.Equal(t, int32(1), refund.sent.Load(), "exactly once, with no line of gateway code for this tool")
+
+	require.Contains(t, names, "get_refund_status", "the family's companion is listed with it")
+	assert.True(t, names["get_refund_status"].Annotations.ReadOnlyHint)
+	first, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: args})
+	require.NoError(t, err)
+	handle := first.StructuredContent.(map[string]any)["refund_handle"].(string)
+	status, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_refund_status", Arguments: map[string]any{"refund_handle": handle}})
+	require.NoError(t, err)
+	assert.False(t, status.IsError, string(mustJSON(t, status.StructuredContent)))
+	assert.JSONEq(t, `{"refund_handle":"`+handle+`","status":"SUCCEEDED"}`, string(mustJSON(t, status.StructuredContent)))
 
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"charge_id": "ch_123", "extra": 1}})
 	require.NoError(t, err)

@@ -57,6 +57,7 @@ func (refusedWrite) Probe(context.Context, operation.Operation) (tools.ProbeResu
 	return tools.ProbeResult{Authoritative: true}, nil
 }
 func (refusedWrite) Spec() tools.ToolSpec { return tools.ToolSpec{Title: "scripted"} }
+func (refusedWrite) Companions() []tools.OperationTool { return nil }
 func (refusedWrite) Render(_ tools.Caller, sub tools.Submission) tools.Rendered {
 	return tools.Rendered{Body: map[string]any{"status": string(sub.Operation.State)}, IsError: !sub.Operation.State.Settled()}
 }

@@ -1,6 +1,10 @@
 package riskreview
 
 import (
+	"context"
+	"encoding/json"
+
+	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/packet"
 )
@@ -50,4 +54,29 @@ func (f *Family) Render(caller tools.Caller, sub tools.Submission) tools.Rendere
 		body["code"] = v.Code
 	}
 	return tools.Rendered{Body: body, IsError: v.IsError, Code: v.Code}
+}
+
+// Companions publishes get_risk_review_status: a review's status by the
+// review_id request_risk_review returned.
+func (f *Family) Companions() []tools.OperationTool {
+	return []tools.OperationTool{{
+		Name:         ToolStatus,
+		Title:        "Risk review status",
+		Description:  "The current status of a risk review, by the review_id request_risk_review returned.",
+		InputSchema:  StatusInputSchema,
+		OutputSchema: OutputSchema,
+		Kind:         tools.Reads,
+		HandleArg:    "review_id",
+		Of:           ToolRequest,
+		Serve:        f.status,
+	}}
+}
+
+// status answers get_risk_review_status. The query itself succeeded, so it
+// is never an error result; the status says the rest, and its code is
+// kept for audit.
+func (f *Family) status(_ context.Context, caller tools.Caller, op operation.Operation, _ json.RawMessage) (tools.Rendered, error) {
+	r := f.Render(caller, tools.Submission{Operation: op})
+	r.IsError = false
+	return r, nil
 }
