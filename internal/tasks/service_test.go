@@ -56,11 +56,12 @@ func (refusedWrite) Verify(context.Context, operation.Operation, tools.Effect) e
 func (refusedWrite) Probe(context.Context, operation.Operation) (tools.ProbeResult, error) {
 	return tools.ProbeResult{Authoritative: true}, nil
 }
-func (refusedWrite) Spec() tools.ToolSpec              { return tools.ToolSpec{Title: "scripted"} }
-func (refusedWrite) Companions() []tools.OperationTool { return nil }
+func (refusedWrite) Spec() tools.ToolSpec { return tools.ToolSpec{Title: "scripted"} }
 func (refusedWrite) Render(_ tools.Caller, sub tools.Submission) tools.Rendered {
 	return tools.Rendered{Body: map[string]any{"status": string(sub.Operation.State)}, IsError: !sub.Operation.State.Settled()}
 }
+
+func (refusedWrite) Companions() []tools.OperationTool { return nil }
 
 var alice = tools.Caller{ClientID: "client-a", UserID: "alice", TenantID: "M1"}
 
