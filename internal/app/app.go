@@ -223,11 +223,11 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	mcpHandler, err := mcpserver.New(mcpserver.Config{
+	mcpHandler, err := gw.Handler(mcpserver.Config{
 		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes, Extensions: extensions,
 		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
 			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
-	}, gw.Tools()...)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

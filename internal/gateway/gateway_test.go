@@ -20,6 +20,7 @@ import (
 	"github.com/intentgate/intentgate/internal/gateway"
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/schemacheck"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -98,7 +99,7 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	refund := &refundTool{}
 	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
 	require.NoError(t, err)
-	h, err := mcpserver.New(mcpserver.Config{Name: "test", Version: "0"}, gw.Tools()...)
+	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
 	require.NoError(t, err)
 	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -150,4 +151,29 @@ func mustJSON(t testing.TB, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// Every business code, as the gateway answers it, conforms to every tool's
+// advertised outputSchema (checked with an independent validator): the
+// MCP server's error envelope lists the codes the gateway registers, and
+// the codes the server answers with itself are the same words.
+func TestEveryBusinessCodeConformsToEveryAdvertisedOutputSchema(t *testing.T) {
+	assert.Equal(t, string(tools.CodeInvalidArgument), mcpserver.CodeInvalidArgument)
+	assert.Equal(t, string(tools.CodeOperationUnknown), mcpserver.CodeOperationUnknown)
+
+	w := newVisibilityWorld(t)
+	list, err := w.as(t, aliceM1).ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, list.Tools)
+	for _, tool := range list.Tools {
+		schema, err := schemacheck.Compile(tool.OutputSchema)
+		require.NoError(t, err, tool.Name)
+		for _, code := range tools.AllCodes() {
+			body := mcpserver.BusinessError(string(code), "m", false, &mcpserver.NextAction{Hint: "h"}).StructuredContent
+			assert.NoError(t, schema.Validate(body), "%s %s", tool.Name, code)
+		}
+		if tool.Name == "get_operation" { // a closed schema of its own: only the envelope admits an error body
+			assert.Error(t, schema.Validate(map[string]any{"code": "NO_SUCH_CODE", "message": "m", "retry_allowed": false}))
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"net/http"
+
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/operator"
@@ -23,4 +25,11 @@ func (g *Gateway) Tools() []mcpserver.Tool {
 		all = append(all, g.operationTool(t))
 	}
 	return all
+}
+
+// Handler serves the gateway's tools as an MCP endpoint described by cfg,
+// whose error envelope admits every business code (tools.AllCodes).
+func (g *Gateway) Handler(cfg mcpserver.Config) (http.Handler, error) {
+	cfg.ErrorCodes = errorCodes()
+	return mcpserver.New(cfg, g.Tools()...)
 }

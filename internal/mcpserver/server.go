@@ -22,6 +22,11 @@ type Config struct {
 	// Extensions are protocol extensions plugged in through the SDK's own
 	// extension points; each is advertised in capabilities.extensions.
 	Extensions []Extension
+	// ErrorCodes are the codes the tools' BusinessError results carry. The
+	// error envelope every outputSchema admits lists them (with this
+	// package's own CodeInvalidArgument and CodeOperationUnknown), so a
+	// result with any other code does not conform.
+	ErrorCodes []string
 }
 
 // Extension is a protocol extension: its identifier, advertised with empty
@@ -83,9 +88,13 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		}
 	}
 
+	envelope, err := errorEnvelopeSchema(errorCodes(cfg.ErrorCodes))
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		rt, err := compileTool(t, logger)
+		rt, err := compileTool(t, envelope, logger)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: %w", err)
 		}

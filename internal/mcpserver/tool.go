@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // Tool is one MCP tool: its contract (schemas, annotations) and its handler.
@@ -70,7 +68,7 @@ type registeredTool struct {
 	logger *slog.Logger
 }
 
-func compileTool(t Tool, logger *slog.Logger) (*registeredTool, error) {
+func compileTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*registeredTool, error) {
 	if !toolNamePattern.MatchString(t.Name) {
 		return nil, fmt.Errorf("tool name %q: must match %s", t.Name, toolNamePattern)
 	}
@@ -84,7 +82,7 @@ func compileTool(t Tool, logger *slog.Logger) (*registeredTool, error) {
 	if _, err := compileObjectSchema(t.OutputSchema, false); err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
-	advertised, err := advertisedOutputSchema(t.OutputSchema)
+	advertised, err := advertisedOutputSchema(t.OutputSchema, envelope)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
@@ -179,7 +177,7 @@ func requestHeader(req *mcp.CallToolRequest, info *requestInfo) http.Header {
 }
 
 func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
-	return BusinessError(tools.CodeInvalidArgument, problem, false, &tools.NextAction{
+	return BusinessError(CodeInvalidArgument, problem, false, &NextAction{
 		Tool: rt.tool.Name,
 		Hint: "nothing was executed; correct the arguments to match the tool's inputSchema and call again",
 	})
@@ -188,8 +186,8 @@ func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
 // outcomeUnknown answers a handler that failed without a result. It may
 // have caused an effect first, so the caller must not read this as failure.
 func (rt *registeredTool) outcomeUnknown() *mcp.CallToolResult {
-	return BusinessError(tools.CodeOperationUnknown,
-		"the server failed while handling this call; its outcome is unknown", true, &tools.NextAction{
+	return BusinessError(CodeOperationUnknown,
+		"the server failed while handling this call; its outcome is unknown", true, &NextAction{
 			Tool: rt.tool.Name,
 			Hint: "do not assume failure: repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice",
 		})
