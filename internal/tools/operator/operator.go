@@ -25,8 +25,8 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 		Name:         packet.ToolGetOperation,
 		Title:        "Operation review packet",
 		Description:  "The journal of a write operation: intended effect, state, outcome, attempts, timeouts, reconciliation evidence and receipt.",
-		InputSchema:  GetOperationInputSchema,
-		OutputSchema: packet.OutputSchema,
+		InputSchema:  GetOperationInputSchema(),
+		OutputSchema: packet.OutputSchema(),
 		Kind:         tools.Reads,
 		HandleArg:    "handle",
 		Serve: func(_ context.Context, caller tools.Caller, op operation.Operation, _ json.RawMessage) (tools.Rendered, error) {
@@ -36,8 +36,8 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 		Name:         packet.ToolResolveOperation,
 		Title:        "Resolve an escalated operation",
 		Description:  "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence.",
-		InputSchema:  ResolveInputSchema,
-		OutputSchema: ResolveOutputSchema,
+		InputSchema:  ResolveInputSchema(),
+		OutputSchema: ResolveOutputSchema(),
 		Kind:         tools.Settles,
 		HandleArg:    "handle",
 		Serve: func(ctx context.Context, caller tools.Caller, op operation.Operation, raw json.RawMessage) (tools.Rendered, error) {
@@ -52,14 +52,4 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 			return tools.Rendered{Body: packet.Build(settled, caller), Operation: settled}, nil
 		},
 	}}
-}
-
-// ResolveArgs are resolve_operation's arguments (ResolveInputSchema).
-type ResolveArgs struct {
-	OperationID    string `json:"operation_id,omitempty"`
-	Handle         string `json:"handle,omitempty"`
-	Resolution     string `json:"resolution"`
-	Evidence       string `json:"evidence"`
-	ResourceID     string `json:"resource_id,omitempty"`
-	EffectsRemoved bool   `json:"effects_removed,omitempty"`
 }

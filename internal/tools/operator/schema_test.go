@@ -30,14 +30,14 @@ func TestOperatorSchemasCompileAndAcceptTheirShapes(t *testing.T) {
 		good      []string
 		bad       []string
 	}{
-		{"resolve", operator.ResolveInputSchema,
+		{"resolve", operator.ResolveInputSchema(),
 			[]string{`{"handle":"` + handle + `","resolution":"SUCCEEDED","evidence":"kept ticket-9001","resource_id":"ticket-9001"}`,
 				`{"operation_id":"deploy-ticket-1","resolution":"FAILED","evidence":"cancelled"}`},
 			[]string{`{"handle":"` + handle + `","resolution":"MAYBE","evidence":"x"}`,
 				`{"handle":"` + handle + `","resolution":"FAILED","evidence":""}`,
 				`{"handle":"` + handle + `","resolution":"FAILED","evidence":"` + strings.Repeat("x", 1001) + `"}`,
 				`{"resolution":"FAILED","evidence":"x"}`}},
-		{"get_operation", operator.GetOperationInputSchema,
+		{"get_operation", operator.GetOperationInputSchema(),
 			[]string{`{"operation_id":"deploy-ticket-1"}`, `{"handle":"` + handle + `"}`},
 			[]string{`{}`, `{"handle":"op_short"}`, `{"operation_id":"deploy-ticket-1","handle":"` + handle + `"}`}},
 	} {
@@ -55,5 +55,5 @@ func TestOperatorSchemasCompileAndAcceptTheirShapes(t *testing.T) {
 			}
 		})
 	}
-	schema(t, operator.ResolveOutputSchema)
+	schema(t, operator.ResolveOutputSchema())
 }

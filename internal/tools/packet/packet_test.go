@@ -54,7 +54,7 @@ func found(t *testing.T, op operation.Operation) operation.Operation {
 func outputSchema(t *testing.T) *jsonschema.Resolved {
 	t.Helper()
 	var s jsonschema.Schema
-	require.NoError(t, json.Unmarshal([]byte(packet.OutputSchema), &s))
+	require.NoError(t, json.Unmarshal([]byte(packet.OutputSchema()), &s))
 	require.Equal(t, "object", s.Type)
 	r, err := s.Resolve(nil)
 	require.NoError(t, err)

@@ -265,7 +265,7 @@ func TestApproveNeedsADeployerOfTheServiceOrAnOperator(t *testing.T) {
 			require.NoError(t, err)
 			assert.Nil(t, ok.OperationID, "another client's operation_id is never shown")
 			assert.Equal(t, proven.Handle, ok.TicketHandle)
-			require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema), ok))
+			require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema()), ok))
 
 			_, err = approver.Approve(caller, unknown)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)

@@ -16,7 +16,7 @@ import (
 
 func TestPrepareAndInputSchemaAgree(t *testing.T) {
 	family := release.New(nil, grants, release.DefaultRecovery())
-	input := schema(t, release.InputSchema)
+	input := schema(t, release.InputSchema())
 	for _, tc := range []struct {
 		name  string
 		raw   string
@@ -92,7 +92,7 @@ func TestOtherSchemasCompileAndAcceptTheirShapes(t *testing.T) {
 		good      []string
 		bad       []string
 	}{
-		{"approve", release.ApproveInputSchema,
+		{"approve", release.ApproveInputSchema(),
 			[]string{`{"operation_id":"deploy-ticket-1"}`, `{"ticket_handle":"` + handle + `"}`},
 			[]string{`{}`, `{"operation_id":"deploy-ticket-1","ticket_handle":"` + handle + `"}`, `{"operation_id":"deploy-ticket-1","force":true}`}},
 	} {
@@ -110,6 +110,6 @@ func TestOtherSchemasCompileAndAcceptTheirShapes(t *testing.T) {
 			}
 		})
 	}
-	schema(t, release.OutputSchema)
-	schema(t, release.ApproveOutputSchema)
+	schema(t, release.OutputSchema())
+	schema(t, release.ApproveOutputSchema())
 }
