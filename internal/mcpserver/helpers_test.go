@@ -270,6 +270,7 @@ func mustSchema(t *testing.T, raw string) *compiledSchema {
 	t.Helper()
 	s, err := compileObjectSchema(json.RawMessage(raw), false)
 	require.NoError(t, err)
+	s.problems = newProblemNode(s.schema)
 	return s
 }
 

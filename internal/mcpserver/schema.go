@@ -14,6 +14,8 @@ type compiledSchema struct {
 	raw      json.RawMessage
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
+	// problems words a refusal of arguments (input schemas only).
+	problems *problemNode
 }
 
 // compileObjectSchema parses and resolves a JSON Schema 2020-12 document

@@ -79,6 +79,7 @@ func compileTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*regist
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
+	input.problems = newProblemNode(input.schema)
 	if _, err := compileObjectSchema(t.OutputSchema, false); err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
