@@ -40,7 +40,8 @@
 //   - A Call for the handler: raw validated arguments, Idempotency-Key,
 //     a server-minted request id, the JSON-RPC id, the protocol version.
 //   - The request deadline: the SDK detaches handler contexts from the HTTP
-//     request, deadline included; the handler's context gets the deadline
+//     request, deadline included; a receiving middleware (the innermost,
+//     so inside any extension's) gives every method handler the deadline
 //     back (not the cancellation: a caller hanging up ends its wait, not an
 //     operation in flight).
 //   - Panic recovery: the SDK has none, so a panicking handler would end the

@@ -127,15 +127,6 @@ func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) 
 	header := requestHeader(req, info)
 	if info != nil {
 		call.JSONRPCID = info.jsonrpcID
-		// The SDK detaches handler contexts from the HTTP request, deadline
-		// included; a handler budgeting its downstream calls needs it back.
-		// Cancellation is deliberately not restored: a caller hanging up
-		// ends its wait, not an operation already under way.
-		if info.hasDeadline {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, info.deadline)
-			defer cancel()
-		}
 	}
 
 	keys := header.Values(HeaderIdempotencyKey)
