@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,6 +61,9 @@ type App struct {
 
 	verifier   *auth.Verifier
 	coldStarts obs.ColdStarts
+	// writes are the families as MCP tools, in name order so tools/list
+	// is stable.
+	writes []tools.Published
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
@@ -118,15 +121,19 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if a.Families, err = a.families(); err != nil {
+	if a.writes, err = a.families(); err != nil {
 		return nil, err
+	}
+	a.Families = make(map[string]tools.WriteTool, len(a.writes))
+	for _, w := range a.writes {
+		a.Families[w.Name()] = w
 	}
 	return a, nil
 }
 
-// families builds the downstream clients and tool families. The same
-// connection cap applies per process to each downstream.
-func (a *App) families() (map[string]tools.WriteTool, error) {
+// families builds the downstream clients and tool families, in name order.
+// The same connection cap applies per process to each downstream.
+func (a *App) families() ([]tools.Published, error) {
 	cfg := a.Config
 	wrap := func(rt http.RoundTripper) http.RoundTripper {
 		return a.Tracer.HTTPClient(&http.Client{Transport: rt}).Transport
@@ -140,7 +147,7 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	}
 	recovery := riskreview.DefaultRecovery()
 	recovery.SettleWindow = cfg.RiskSettleWindow
-	families := map[string]tools.WriteTool{riskreview.ToolRequest: riskreview.New(risk, recovery)}
+	families := []tools.Published{riskreview.New(risk, recovery)}
 	if cfg.ReleaseAPIURL == "" {
 		return families, nil
 	}
@@ -158,7 +165,8 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	relRecovery := release.DefaultRecovery()
 	relRecovery.SettleWindow = cfg.ReleaseSettleWindow
 	relRecovery.CommitDeadline = cfg.ReleaseCommitDeadline
-	families[release.ToolCreate] = release.New(rel, grants, relRecovery)
+	families = append(families, release.New(rel, grants, relRecovery))
+	slices.SortFunc(families, func(x, y tools.Published) int { return strings.Compare(x.Name(), y.Name()) })
 	return families, nil
 }
 
@@ -203,10 +211,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 			}
 		}
 	}
-	writes, err := a.published()
-	if err != nil {
-		return nil, err
-	}
+	writes := a.writes
 	var extensions []mcpserver.Extension
 	if a.Config.TaskIDKey != "" {
 		ext, err := a.tasksExtension(writes)
@@ -359,19 +364,4 @@ func (a *App) Reconciler() (*reconcile.Service, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return svc, nil
-}
-
-// published lists every family as an MCP write tool, in name order so
-// tools/list is stable.
-func (a *App) published() ([]tools.Published, error) {
-	names := slices.Sorted(maps.Keys(a.Families))
-	out := make([]tools.Published, 0, len(names))
-	for _, name := range names {
-		p, ok := a.Families[name].(tools.Published)
-		if !ok {
-			return nil, fmt.Errorf("app: family %s does not describe its MCP tool (tools.Published)", name)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
