@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,6 +62,9 @@ type App struct {
 
 	verifier   *auth.Verifier
 	coldStarts obs.ColdStarts
+	// writes are the families as MCP tools, in name order so tools/list
+	// is stable.
+	writes []tools.Published
 }
 
 // Build wires the parts shared by the MCP function, the reconciler and the
@@ -124,15 +127,19 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if a.Families, err = a.families(); err != nil {
+	if a.writes, err = a.families(); err != nil {
 		return nil, err
+	}
+	a.Families = make(map[string]tools.WriteTool, len(a.writes))
+	for _, w := range a.writes {
+		a.Families[w.Name()] = w
 	}
 	return a, nil
 }
 
-// families builds the downstream clients and tool families. The same
-// connection cap applies per process to each downstream.
-func (a *App) families() (map[string]tools.WriteTool, error) {
+// families builds the downstream clients and tool families, in name order.
+// The same connection cap applies per process to each downstream.
+func (a *App) families() ([]tools.Published, error) {
 	cfg := a.Config
 	wrap := func(rt http.RoundTripper) http.RoundTripper {
 		return a.Tracer.HTTPClient(&http.Client{Transport: rt}).Transport
@@ -146,7 +153,7 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	}
 	recovery := riskreview.DefaultRecovery()
 	recovery.SettleWindow = cfg.RiskSettleWindow
-	families := map[string]tools.WriteTool{riskreview.ToolRequest: riskreview.New(risk, recovery)}
+	families := []tools.Published{riskreview.New(risk, recovery)}
 	if cfg.ReleaseAPIURL == "" {
 		return families, nil
 	}
@@ -164,7 +171,8 @@ func (a *App) families() (map[string]tools.WriteTool, error) {
 	relRecovery := release.DefaultRecovery()
 	relRecovery.SettleWindow = cfg.ReleaseSettleWindow
 	relRecovery.CommitDeadline = cfg.ReleaseCommitDeadline
-	families[release.ToolCreate] = release.New(rel, grants, relRecovery)
+	families = append(families, release.New(rel, grants, relRecovery))
+	slices.SortFunc(families, func(x, y tools.Published) int { return strings.Compare(x.Name(), y.Name()) })
 	return families, nil
 }
 
@@ -210,12 +218,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 			}
 		}
 	}
-	writes, err := a.published()
-	if err != nil {
-		return nil, err
-	}
-	risk, _ := a.Families[riskreview.ToolRequest].(*riskreview.Family)
-	tickets, _ := a.Families[release.ToolCreate].(*release.Family)
+	writes := a.writes
 	var extensions []mcpserver.Extension
 	if a.Config.TaskIDKey != "" {
 		ext, err := a.tasksExtension(writes)
@@ -225,18 +228,18 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		extensions = append(extensions, ext)
 	}
 	gw, err := gateway.New(gateway.Config{
-		Executor: a.Executor, Writes: writes, Risk: risk, Release: tickets,
+		Executor: a.Executor, Writes: writes,
 		Gate: a.Gate, Auditor: a.Auditor, Metrics: a.Metrics, Logger: a.Logger,
 		Tasks: len(extensions) > 0,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	mcpHandler, err := mcpserver.New(mcpserver.Config{
+	mcpHandler, err := gw.Handler(mcpserver.Config{
 		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes, Extensions: extensions,
 		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
 			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
-	}, gw.Tools()...)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -357,19 +360,4 @@ func (a *App) Reconciler() (*reconcile.Service, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return svc, nil
-}
-
-// published lists every family as an MCP write tool, in name order so
-// tools/list is stable.
-func (a *App) published() ([]tools.Published, error) {
-	names := slices.Sorted(maps.Keys(a.Families))
-	out := make([]tools.Published, 0, len(names))
-	for _, name := range names {
-		p, ok := a.Families[name].(tools.Published)
-		if !ok {
-			return nil, fmt.Errorf("app: family %s does not describe its MCP tool (tools.Published)", name)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }

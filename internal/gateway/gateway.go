@@ -17,19 +17,14 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
-	"github.com/intentgate/intentgate/internal/tools/release"
-	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 // Config wires the gateway.
 type Config struct {
 	Executor *tools.Executor
-	// Writes are the write tools, served generically from their Spec.
-	Writes []tools.Published
-	// Risk adds get_risk_review_status; nil leaves it out.
-	Risk *riskreview.Family
-	// Release adds approve_rollout; nil leaves it out.
-	Release *release.Family
+	// Writes are the write tools, served generically from their Spec,
+	// each with its family's companion tools.
+	Writes  []tools.Published
 	Gate    *admission.Gate
 	Auditor *obs.Auditor
 	Metrics *obs.Metrics
@@ -174,7 +169,23 @@ func (g *Gateway) failure(ctx context.Context, rec *callRecord, err error) *mcp.
 	case tools.CodeIdempotencyConflict:
 		rec.PolicyDecision = obs.PolicyAllow
 	}
-	return mcpserver.BusinessError(f.Code, f.Message, f.RetryAllowed, f.Next)
+	return businessError(f.Code, f.Message, f.RetryAllowed, f.Next)
+}
+
+// businessError is the MCP error result of a business outcome.
+func businessError(code tools.Code, message string, retryAllowed bool, next *tools.NextAction) *mcp.CallToolResult {
+	return mcpserver.BusinessError(string(code), message, retryAllowed, (*mcpserver.NextAction)(next))
+}
+
+// errorCodes are the business codes this gateway's results carry, for the
+// MCP server's error envelope (mcpserver.Config.ErrorCodes).
+func errorCodes() []string {
+	all := tools.AllCodes()
+	codes := make([]string, len(all))
+	for i, c := range all {
+		codes[i] = string(c)
+	}
+	return codes
 }
 
 // toolHandler is a tool's own logic, given what every call shares.
@@ -189,7 +200,7 @@ func (g *Gateway) serve(fn toolHandler) func(context.Context, mcpserver.Call) *m
 		c, ok := caller(ctx)
 		if !ok {
 			rec.Code = string(tools.CodeUnauthenticated)
-			return mcpserver.BusinessError(tools.CodeUnauthenticated, "authenticate first", false, nil)
+			return businessError(tools.CodeUnauthenticated, "authenticate first", false, nil)
 		}
 		rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
 		return fn(ctx, call, c, rec)
@@ -250,7 +261,7 @@ func (g *Gateway) admit(ctx context.Context, rec *callRecord) (func(), *mcp.Call
 	g.cfg.Metrics.Overloaded(ctx, rec.Tool, reason)
 	rec.Code, rec.ErrorClass = string(tools.CodeOverloaded), reason
 	secs := int(retryAfter.Round(time.Second) / time.Second)
-	return nil, mcpserver.BusinessError(tools.CodeOverloaded,
+	return nil, businessError(tools.CodeOverloaded,
 		fmt.Sprintf("server at capacity (%s); nothing was recorded or sent; retry the same call after %ds", reason, secs),
 		true, &tools.NextAction{Hint: fmt.Sprintf("retry after %ds with the same operation_id", secs)})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/intentgate/intentgate/internal/gateway"
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/schemacheck"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -74,6 +75,21 @@ func (r *refundTool) Render(_ tools.Caller, sub tools.Submission) tools.Rendered
 		IsError: v.IsError, Code: v.Code}
 }
 
+// Companions publishes the refund family's status query the way the
+// built-in families publish theirs: nothing about it is in the gateway.
+func (r *refundTool) Companions() []tools.OperationTool {
+	return []tools.OperationTool{{
+		Name: "get_refund_status", Title: "Refund status", Description: "A refund's status by its handle.",
+		InputSchema: `{"type":"object","additionalProperties":false,"properties":{"refund_handle":{"type":"string","pattern":"^op_[a-z2-7]{26}$"}},
+			"required":["refund_handle"]}`,
+		OutputSchema: `{"type":"object","properties":{"refund_handle":{"type":"string"},"status":{"type":"string"}}}`,
+		Kind:         tools.Reads, HandleArg: "refund_handle", Of: r.Name(),
+		Serve: func(_ context.Context, c tools.Caller, op operation.Operation, _ json.RawMessage) (tools.Rendered, error) {
+			return tools.Rendered{Body: map[string]any{"refund_handle": op.Handle, "status": string(op.State)}}, nil
+		},
+	}}
+}
+
 func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	st := engine.NewStore(t)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
@@ -83,7 +99,7 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	refund := &refundTool{}
 	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
 	require.NoError(t, err)
-	h, err := mcpserver.New(mcpserver.Config{Name: "test", Version: "0"}, gw.Tools()...)
+	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
 	require.NoError(t, err)
 	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +131,16 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), refund.sent.Load(), "exactly once, with no line of gateway code for this tool")
 
+	require.Contains(t, names, "get_refund_status", "the family's companion is listed with it")
+	assert.True(t, names["get_refund_status"].Annotations.ReadOnlyHint)
+	first, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: args})
+	require.NoError(t, err)
+	handle := first.StructuredContent.(map[string]any)["refund_handle"].(string)
+	status, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_refund_status", Arguments: map[string]any{"refund_handle": handle}})
+	require.NoError(t, err)
+	assert.False(t, status.IsError, string(mustJSON(t, status.StructuredContent)))
+	assert.JSONEq(t, `{"refund_handle":"`+handle+`","status":"SUCCEEDED"}`, string(mustJSON(t, status.StructuredContent)))
+
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "issue_refund", Arguments: map[string]any{"charge_id": "ch_123", "extra": 1}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError, "its schema is enforced like every tool's")
@@ -125,4 +151,29 @@ func mustJSON(t testing.TB, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// Every business code, as the gateway answers it, conforms to every tool's
+// advertised outputSchema (checked with an independent validator): the
+// MCP server's error envelope lists the codes the gateway registers, and
+// the codes the server answers with itself are the same words.
+func TestEveryBusinessCodeConformsToEveryAdvertisedOutputSchema(t *testing.T) {
+	assert.Equal(t, string(tools.CodeInvalidArgument), mcpserver.CodeInvalidArgument)
+	assert.Equal(t, string(tools.CodeOperationUnknown), mcpserver.CodeOperationUnknown)
+
+	w := newVisibilityWorld(t)
+	list, err := w.as(t, aliceM1).ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, list.Tools)
+	for _, tool := range list.Tools {
+		schema, err := schemacheck.Compile(tool.OutputSchema)
+		require.NoError(t, err, tool.Name)
+		for _, code := range tools.AllCodes() {
+			body := mcpserver.BusinessError(string(code), "m", false, &mcpserver.NextAction{Hint: "h"}).StructuredContent
+			assert.NoError(t, schema.Validate(body), "%s %s", tool.Name, code)
+		}
+		if tool.Name == "get_operation" { // a closed schema of its own: only the envelope admits an error body
+			assert.Error(t, schema.Validate(map[string]any{"code": "NO_SUCH_CODE", "message": "m", "retry_allowed": false}))
+		}
+	}
 }

@@ -92,7 +92,7 @@ func newVisibilityWorld(t testing.TB) *visibilityWorld {
 	refund := &refundTool{}
 	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
 	require.NoError(t, err)
-	h, err := mcpserver.New(mcpserver.Config{Name: "test", Version: "0"}, gw.Tools()...)
+	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var s auth.Subject

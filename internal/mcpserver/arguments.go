@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,9 +27,9 @@ const maxProblemLen = 300
 // schema. It returns the arguments to hand to the tool ("{}" when the caller
 // sent none) or a short, caller-facing description of the first problem.
 //
-// jsonschema-go gives the verdict; explain only words the message, so a
-// schema feature explain does not know still fails validation, with the
-// library's (shortened) message.
+// jsonschema-go gives the verdict; problemNode only words it (which
+// property, which keyword), so a schema feature it does not word still
+// fails validation, with the library's (shortened) message.
 func checkArguments(in *compiledSchema, raw json.RawMessage) (json.RawMessage, string) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -58,7 +56,7 @@ func checkArguments(in *compiledSchema, raw json.RawMessage) (json.RawMessage, s
 	if value == nil {
 		return nil, "arguments are not valid JSON"
 	}
-	if problem := explain(in.schema, value, ""); problem != "" {
+	if problem := in.problems.describe(value, ""); problem != "" {
 		return nil, limit(problem)
 	}
 	return nil, limit(shortenLibraryError(err))
@@ -180,149 +178,188 @@ func walkJSON(dec *json.Decoder, path string, depth int) (string, error) {
 	return "", err
 }
 
-// explain describes why value does not satisfy s, for the keywords tool
-// input schemas use. It returns "" when it cannot tell (e.g. $ref, allOf).
-func explain(s *jsonschema.Schema, value any, path string) string {
-	if s == nil || s.Ref != "" || s.DynamicRef != "" {
+// problemNode is one level of an input schema, kept to word the library's
+// verdict: own is that level alone (its properties, items and
+// additionalProperties schema replaced by the empty schema), so an error
+// from own is about this level, and the children are the levels below. It
+// re-derives no JSON Schema rule: jsonschema-go decides, level by level,
+// and the node only knows where it is (the property path) and which of its
+// keywords refused.
+type problemNode struct {
+	schema     *jsonschema.Schema
+	own        *jsonschema.Resolved
+	properties map[string]*problemNode
+	additional *problemNode // undeclared properties, when additionalProperties is a schema
+	items      *problemNode
+	prefix     []*problemNode
+}
+
+// newProblemNode builds the node of s, or nil where s cannot be resolved
+// on its own (e.g. a "$ref" into the root's "$defs"): there, the caller
+// falls back to the library's own message.
+func newProblemNode(s *jsonschema.Schema) *problemNode {
+	if s == nil {
+		return nil
+	}
+	level := s.CloneSchemas()
+	n := &problemNode{schema: s}
+	if len(s.Properties) > 0 {
+		n.properties = make(map[string]*problemNode, len(s.Properties))
+		level.Properties = make(map[string]*jsonschema.Schema, len(s.Properties))
+		for name, sub := range s.Properties {
+			n.properties[name] = newProblemNode(sub)
+			level.Properties[name] = &jsonschema.Schema{}
+		}
+	}
+	if s.AdditionalProperties != nil && !isFalseSchema(s.AdditionalProperties) {
+		n.additional = newProblemNode(s.AdditionalProperties)
+		level.AdditionalProperties = &jsonschema.Schema{}
+	}
+	if s.Items != nil {
+		n.items = newProblemNode(s.Items)
+		level.Items = &jsonschema.Schema{}
+	}
+	for i, sub := range s.PrefixItems {
+		n.prefix = append(n.prefix, newProblemNode(sub))
+		level.PrefixItems[i] = &jsonschema.Schema{}
+	}
+	own, err := level.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	n.own = own
+	return n
+}
+
+// describe words why value (at path) does not satisfy the node's schema:
+// this level's refusal first (the type, an unexpected property, a missing
+// one), then the first property in name order, or item in index order,
+// that is refused below. "" when the node cannot tell.
+func (n *problemNode) describe(value any, path string) string {
+	if n == nil {
 		return ""
 	}
-	if isFalseSchema(s) {
-		return prefixed(path, "no value is allowed here")
-	}
-	if s.Type != "" && !typeMatches(value, s.Type) {
-		return prefixed(path, "must be "+withArticle(s.Type))
-	}
-	if len(s.Types) > 0 && !slices.ContainsFunc(s.Types, func(t string) bool { return typeMatches(value, t) }) {
-		return prefixed(path, "must be one of the types "+strings.Join(s.Types, ", "))
-	}
-	if s.Enum != nil && !slices.ContainsFunc(s.Enum, func(e any) bool { return jsonEqual(e, value) }) {
-		return prefixed(path, "must be one of "+string(mustMarshal(s.Enum)))
-	}
-	if s.Const != nil && !jsonEqual(*s.Const, value) {
-		return prefixed(path, "must equal "+string(mustMarshal(*s.Const)))
-	}
-	for _, alternatives := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
-		if len(alternatives) > 0 && !slices.ContainsFunc(alternatives, func(alt *jsonschema.Schema) bool {
-			return explain(alt, value, path) == ""
-		}) {
-			return prefixed(path, "does not match any of the allowed forms")
-		}
+	if err := n.own.Validate(value); err != nil {
+		return prefixed(path, n.word(err))
 	}
 	switch v := value.(type) {
-	case string:
-		return explainString(s, v, path)
-	case float64:
-		return explainNumber(s, v, path)
-	case []any:
-		return explainArray(s, v, path)
 	case map[string]any:
-		return explainObject(s, v, path)
-	}
-	return ""
-}
-
-func explainString(s *jsonschema.Schema, v, path string) string {
-	n := utf8.RuneCountInString(v)
-	if s.MinLength != nil && n < *s.MinLength {
-		return prefixed(path, fmt.Sprintf("length must be >= %d", *s.MinLength))
-	}
-	if s.MaxLength != nil && n > *s.MaxLength {
-		return prefixed(path, fmt.Sprintf("length must be <= %d", *s.MaxLength))
-	}
-	if s.Pattern != "" {
-		if re, err := regexp.Compile(s.Pattern); err == nil && !re.MatchString(v) {
-			return prefixed(path, "must match the pattern "+s.Pattern)
-		}
-	}
-	return ""
-}
-
-func explainNumber(s *jsonschema.Schema, v float64, path string) string {
-	switch {
-	case s.Minimum != nil && v < *s.Minimum:
-		return prefixed(path, "must be >= "+formatNumber(*s.Minimum))
-	case s.Maximum != nil && v > *s.Maximum:
-		return prefixed(path, "must be <= "+formatNumber(*s.Maximum))
-	case s.ExclusiveMinimum != nil && v <= *s.ExclusiveMinimum:
-		return prefixed(path, "must be > "+formatNumber(*s.ExclusiveMinimum))
-	case s.ExclusiveMaximum != nil && v >= *s.ExclusiveMaximum:
-		return prefixed(path, "must be < "+formatNumber(*s.ExclusiveMaximum))
-	case s.MultipleOf != nil && *s.MultipleOf != 0 && math.Mod(v, *s.MultipleOf) != 0:
-		return prefixed(path, "must be a multiple of "+formatNumber(*s.MultipleOf))
-	}
-	return ""
-}
-
-func explainArray(s *jsonschema.Schema, v []any, path string) string {
-	if s.MinItems != nil && len(v) < *s.MinItems {
-		return prefixed(path, fmt.Sprintf("must have at least %d items", *s.MinItems))
-	}
-	if s.MaxItems != nil && len(v) > *s.MaxItems {
-		return prefixed(path, fmt.Sprintf("must have at most %d items", *s.MaxItems))
-	}
-	for i, item := range v {
-		var itemSchema *jsonschema.Schema
-		switch {
-		case i < len(s.PrefixItems):
-			itemSchema = s.PrefixItems[i]
-		case s.Items != nil:
-			itemSchema = s.Items
-		}
-		if itemSchema == nil {
-			continue
-		}
-		if problem := explain(itemSchema, item, fmt.Sprintf("%s[%d]", path, i)); problem != "" {
-			return problem
-		}
-	}
-	return ""
-}
-
-// explainObject reports unexpected properties first (the usual model
-// mistake), then missing ones, then the first bad property value.
-func explainObject(s *jsonschema.Schema, v map[string]any, path string) string {
-	if isFalseSchema(s.AdditionalProperties) {
-		var unexpected []string
+		names := make([]string, 0, len(v))
 		for name := range v {
-			if _, declared := s.Properties[name]; !declared && !matchesPatternProperty(s, name) {
-				unexpected = append(unexpected, strconv.Quote(name))
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			child, declared := n.properties[name]
+			if !declared {
+				child = n.additional
+			}
+			if problem := child.describe(v[name], joinProperty(path, name)); problem != "" {
+				return problem
 			}
 		}
-		if len(unexpected) > 0 {
-			slices.Sort(unexpected)
-			noun := "property"
-			if len(unexpected) > 1 {
-				noun = "properties"
+	case []any:
+		for i, item := range v {
+			child := n.items
+			if i < len(n.prefix) {
+				child = n.prefix[i]
 			}
-			return prefixed(path, fmt.Sprintf("unexpected %s %s", noun, strings.Join(unexpected, ", ")))
+			if problem := child.describe(item, fmt.Sprintf("%s[%d]", path, i)); problem != "" {
+				return problem
+			}
 		}
-	}
-	for _, name := range s.Required {
-		if _, ok := v[name]; !ok {
-			return prefixed(path, fmt.Sprintf("missing required property %q", name))
-		}
-	}
-	names := make([]string, 0, len(v))
-	for name := range v {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		sub, declared := s.Properties[name]
-		if !declared {
-			sub = s.AdditionalProperties
-		}
-		if problem := explain(sub, v[name], joinProperty(path, name)); problem != "" {
-			return problem
-		}
-	}
-	if s.MinProperties != nil && len(v) < *s.MinProperties {
-		return prefixed(path, fmt.Sprintf("must have at least %d properties", *s.MinProperties))
-	}
-	if s.MaxProperties != nil && len(v) > *s.MaxProperties {
-		return prefixed(path, fmt.Sprintf("must have at most %d properties", *s.MaxProperties))
 	}
 	return ""
+}
+
+// quoted matches the Go-quoted strings in jsonschema-go's messages.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// word maps the library's error for this level to a short message: the
+// keyword that refused (the message's first word), said with this
+// schema's own bound, pattern or values. A keyword not mapped here keeps
+// the library's (shortened) message.
+func (n *problemNode) word(err error) string {
+	msg := shortenLibraryError(err)
+	s := n.schema
+	keyword, _, _ := strings.Cut(msg, ":")
+	switch keyword {
+	case "type":
+		if s.Type != "" {
+			return "must be " + withArticle(s.Type)
+		}
+		return "must be one of the types " + strings.Join(s.Types, ", ")
+	case "enum":
+		return "must be one of " + string(mustMarshal(s.Enum))
+	case "const":
+		return "must equal " + string(mustMarshal(*s.Const))
+	case "minLength":
+		return fmt.Sprintf("length must be >= %d", *s.MinLength)
+	case "maxLength":
+		return fmt.Sprintf("length must be <= %d", *s.MaxLength)
+	case "pattern":
+		return "must match the pattern " + s.Pattern
+	case "minimum":
+		return "must be >= " + formatNumber(*s.Minimum)
+	case "maximum":
+		return "must be <= " + formatNumber(*s.Maximum)
+	case "exclusiveMinimum":
+		return "must be > " + formatNumber(*s.ExclusiveMinimum)
+	case "exclusiveMaximum":
+		return "must be < " + formatNumber(*s.ExclusiveMaximum)
+	case "multipleOf":
+		return "must be a multiple of " + formatNumber(*s.MultipleOf)
+	case "minItems":
+		return fmt.Sprintf("must have at least %d items", *s.MinItems)
+	case "maxItems":
+		return fmt.Sprintf("must have at most %d items", *s.MaxItems)
+	case "minProperties":
+		return fmt.Sprintf("must have at least %d properties", *s.MinProperties)
+	case "maxProperties":
+		return fmt.Sprintf("must have at most %d properties", *s.MaxProperties)
+	case "anyOf":
+		return "does not match any of the allowed forms"
+	case "oneOf":
+		if strings.Contains(msg, "validated against both") {
+			return "must match exactly one of the allowed forms, not several"
+		}
+		return "does not match any of the allowed forms"
+	case "not":
+		if isFalseSchema(s) {
+			return "no value is allowed here"
+		}
+	case "required":
+		// The library lists the missing properties in schema order.
+		if names := namesIn(err); len(names) > 0 {
+			return fmt.Sprintf("missing required property %q", names[0])
+		}
+	}
+	if strings.HasPrefix(msg, "unexpected additional properties") {
+		unexpected := namesIn(err)
+		for i, name := range unexpected {
+			unexpected[i] = strconv.Quote(name)
+		}
+		slices.Sort(unexpected)
+		noun := "property"
+		if len(unexpected) > 1 {
+			noun = "properties"
+		}
+		return fmt.Sprintf("unexpected %s %s", noun, strings.Join(unexpected, ", "))
+	}
+	return msg
+}
+
+// namesIn are the Go-quoted strings of the first line of err's message
+// (jsonschema-go quotes property names with %q).
+func namesIn(err error) []string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	var names []string
+	for _, q := range quoted.FindAllString(line, -1) {
+		if name, uerr := strconv.Unquote(q); uerr == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func matchesPatternProperty(s *jsonschema.Schema, name string) bool {
@@ -332,34 +369,6 @@ func matchesPatternProperty(s *jsonschema.Schema, name string) bool {
 		}
 	}
 	return false
-}
-
-// typeMatches applies JSON Schema type names to a value decoded by
-// encoding/json into any.
-func typeMatches(v any, typ string) bool {
-	switch v := v.(type) {
-	case nil:
-		return typ == "null"
-	case bool:
-		return typ == "boolean"
-	case string:
-		return typ == "string"
-	case float64:
-		return typ == "number" || typ == "integer" && v == math.Trunc(v) && !math.IsInf(v, 0)
-	case []any:
-		return typ == "array"
-	case map[string]any:
-		return typ == "object"
-	}
-	return false
-}
-
-func jsonEqual(a, b any) bool {
-	var na, nb any
-	if json.Unmarshal(mustMarshal(a), &na) != nil || json.Unmarshal(mustMarshal(b), &nb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(na, nb)
 }
 
 func withArticle(typ string) string {

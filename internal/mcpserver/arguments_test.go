@@ -83,3 +83,20 @@ func TestValidArgumentsPassThroughUnchanged(t *testing.T) {
 	require.Empty(t, problem)
 	assert.Equal(t, "{}", string(args), "absent arguments are an empty object")
 }
+
+// The library decides; the message names the property (the first in name
+// order when several are refused, so the answer is the same every time)
+// and the keyword that refused.
+func TestArgumentProblemsNameTheFirstRefusedPropertyAndTheKeyword(t *testing.T) {
+	s := mustSchema(t, `{"type":"object","additionalProperties":false,
+	  "properties":{"a":{"type":"string"},"b":{"type":"string"},"handle":{"type":"string"},"operation_id":{"type":"string"}},
+	  "oneOf":[{"required":["operation_id"]},{"required":["handle"]}]}`)
+	for range 20 {
+		_, problem := checkArguments(s, []byte(`{"b":1,"a":2,"handle":"h"}`))
+		assert.Equal(t, "a: must be a string", problem)
+	}
+	_, problem := checkArguments(s, []byte(`{"handle":"h","operation_id":"o"}`))
+	assert.Equal(t, "must match exactly one of the allowed forms, not several", problem)
+	_, problem = checkArguments(s, []byte(`{"a":"x"}`))
+	assert.Equal(t, "does not match any of the allowed forms", problem)
+}

@@ -1,6 +1,8 @@
 // Package mcpserver is the MCP protocol boundary: it turns HTTP requests into
 // validated tool calls and tool outcomes into MCP results. It knows nothing
-// about operations, stores or providers; tools are registered by the caller.
+// about operations, stores or providers (it imports no package of this
+// module): tools, and the business codes their error results carry
+// (Config.ErrorCodes), are registered by the caller.
 //
 // # What the go-sdk (v1.8.0) does
 //
@@ -38,7 +40,8 @@
 //   - A Call for the handler: raw validated arguments, Idempotency-Key,
 //     a server-minted request id, the JSON-RPC id, the protocol version.
 //   - The request deadline: the SDK detaches handler contexts from the HTTP
-//     request, deadline included; the handler's context gets the deadline
+//     request, deadline included; a receiving middleware (the innermost,
+//     so inside any extension's) gives every method handler the deadline
 //     back (not the cancellation: a caller hanging up ends its wait, not an
 //     operation in flight).
 //   - Panic recovery: the SDK has none, so a panicking handler would end the

@@ -15,8 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
-
-	"github.com/intentgate/intentgate/internal/tools"
 )
 
 const (
@@ -96,7 +94,7 @@ func reviewTool(rec *recorder) Tool {
 			rec.record(ctx, call)
 			var args reviewArgs
 			if err := json.Unmarshal(call.Arguments, &args); err != nil {
-				return BusinessError(tools.CodeInvalidArgument, err.Error(), false, nil)
+				return BusinessError(CodeInvalidArgument, err.Error(), false, nil)
 			}
 			return Success(map[string]string{
 				"review_id":       "R-" + args.OrderID,
@@ -109,7 +107,7 @@ func reviewTool(rec *recorder) Tool {
 
 func startServer(t *testing.T, tools ...Tool) *httptest.Server {
 	t.Helper()
-	h, err := New(Config{Name: "intentgate-test", Version: "0.0.1", Instructions: "test instructions"}, tools...)
+	h, err := New(Config{Name: "intentgate-test", Version: "0.0.1", Instructions: "test instructions", ErrorCodes: testCodes}, tools...)
 	require.NoError(t, err)
 	return newLoopbackServer(t, h)
 }
@@ -255,10 +253,24 @@ func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	return m
 }
 
+// testCodes are the business codes the tests' tools answer with, as a
+// server's caller registers its own (Config.ErrorCodes).
+var testCodes = []string{"UNAUTHENTICATED", "INVALID_ARGUMENT", "NOT_FOUND", "FORBIDDEN", "IDEMPOTENCY_CONFLICT",
+	"TEMPORARY_UNAVAILABLE", "OVERLOADED", "PRECONDITION_FAILED", "OPERATION_UNKNOWN", "OPERATION_FAILED", "OPERATION_ESCALATED"}
+
+// mustEnvelope is the error envelope's schema for codes, compiled.
+func mustEnvelope(t *testing.T, codes []string) *compiledSchema {
+	t.Helper()
+	raw, err := errorEnvelopeSchema(errorCodes(codes))
+	require.NoError(t, err)
+	return mustSchema(t, string(raw))
+}
+
 func mustSchema(t *testing.T, raw string) *compiledSchema {
 	t.Helper()
 	s, err := compileObjectSchema(json.RawMessage(raw), false)
 	require.NoError(t, err)
+	s.problems = newProblemNode(s.schema)
 	return s
 }
 

@@ -5,27 +5,41 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
-	"github.com/intentgate/intentgate/internal/tools"
+// Codes this package itself answers with. Every other code is the
+// caller's vocabulary, registered with Config.ErrorCodes.
+const (
+	// CodeInvalidArgument: the arguments do not satisfy the tool's
+	// inputSchema; nothing was executed.
+	CodeInvalidArgument = "INVALID_ARGUMENT"
+	// CodeOperationUnknown: the handler failed without a result (a panic,
+	// no result, an unencodable one); it may have had an effect.
+	CodeOperationUnknown = "OPERATION_UNKNOWN"
 )
 
 // ErrorBody is the structuredContent of every error result built here.
-// Codes and next actions are the business vocabulary of internal/tools.
+// Its codes are the server's vocabulary (Config.ErrorCodes).
 type ErrorBody struct {
-	Code         tools.Code        `json:"code"`
-	Message      string            `json:"message"`
-	RetryAllowed bool              `json:"retry_allowed"`
-	NextAction   *tools.NextAction `json:"next_action,omitempty"`
-	// Handle is the operation the refusal is about, when the caller may
-	// see it (e.g. the ticket an approval was refused for).
-	Handle string `json:"handle,omitempty"`
+	Code         string      `json:"code"`
+	Message      string      `json:"message"`
+	RetryAllowed bool        `json:"retry_allowed"`
+	NextAction   *NextAction `json:"next_action,omitempty"`
+}
+
+// NextAction tells the caller what to do next: which tool, with which
+// arguments.
+type NextAction struct {
+	Tool      string            `json:"tool,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Hint      string            `json:"hint"`
 }
 
 // BusinessError returns a tool result with isError true whose
 // structuredContent is {code, message, retry_allowed, next_action}. It is a
 // valid tool result, never a JSON-RPC error, so the model can read it and
 // decide whether to fix its arguments, wait, or query status.
-func BusinessError(code tools.Code, message string, retryAllowed bool, next *tools.NextAction) *mcp.CallToolResult {
+func BusinessError(code, message string, retryAllowed bool, next *NextAction) *mcp.CallToolResult {
 	return Result(ErrorBody{Code: code, Message: message, RetryAllowed: retryAllowed, NextAction: next}, true)
 }
 
@@ -46,10 +60,10 @@ func Result(structured any, isError bool) *mcp.CallToolResult {
 	data, err := json.Marshal(structured)
 	if err != nil {
 		data = mustMarshal(ErrorBody{
-			Code:         tools.CodeOperationUnknown,
+			Code:         CodeOperationUnknown,
 			Message:      fmt.Sprintf("the server could not encode the result (%v); the outcome of this call is unknown", err),
 			RetryAllowed: true,
-			NextAction:   &tools.NextAction{Hint: "repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice"},
+			NextAction:   &NextAction{Hint: "repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice"},
 		})
 		isError = true
 	}
@@ -68,35 +82,4 @@ func mustMarshal(v any) []byte {
 		panic(fmt.Sprintf("mcpserver: encoding %T: %v", v, err))
 	}
 	return data
-}
-
-// errorEnvelopeSchema describes ErrorBody. JSON Schema 2020-12. Every
-// tool's advertised outputSchema admits it (see advertisedOutputSchema).
-const errorEnvelopeSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "code": {"type": "string", "enum": ["UNAUTHENTICATED", "INVALID_ARGUMENT", "NOT_FOUND", "FORBIDDEN", "IDEMPOTENCY_CONFLICT", "TEMPORARY_UNAVAILABLE", "OVERLOADED", "PRECONDITION_FAILED", "OPERATION_UNKNOWN", "OPERATION_FAILED", "OPERATION_ESCALATED"]},
-    "message": {"type": "string"},
-    "retry_allowed": {"type": "boolean"},
-    "next_action": {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-        "tool": {"type": "string"},
-        "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
-        "hint": {"type": "string"}
-      },
-      "required": ["hint"]
-    },
-    "handle": {"type": "string", "pattern": "^op_[a-z2-7]{26}$"}
-  },
-  "required": ["code", "message", "retry_allowed"]
-}`
-
-// ErrorEnvelopeSchema returns the JSON Schema of the structuredContent of
-// error results built by BusinessError. Every tool's advertised
-// outputSchema is {"type":"object","anyOf":[<the tool's own>, this]}.
-func ErrorEnvelopeSchema() json.RawMessage {
-	return json.RawMessage(errorEnvelopeSchema)
 }

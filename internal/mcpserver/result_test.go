@@ -8,12 +8,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/intentgate/intentgate/internal/tools"
 )
 
 func TestBusinessErrorCarriesTheEnvelopeAsStructuredContentAndText(t *testing.T) {
-	res := BusinessError(tools.CodeIdempotencyConflict, "key reused with different arguments", false, &tools.NextAction{
+	res := BusinessError("IDEMPOTENCY_CONFLICT", "key reused with different arguments", false, &NextAction{
 		Tool:      "get_operation",
 		Arguments: map[string]string{"operation_id": "op-1"},
 		Hint:      "query the first operation",
@@ -27,12 +25,12 @@ func TestBusinessErrorCarriesTheEnvelopeAsStructuredContentAndText(t *testing.T)
 	require.Len(t, res.Content, 1)
 	assert.JSONEq(t, want, res.Content[0].(*mcp.TextContent).Text)
 
-	_, err = mustSchema(t, string(ErrorEnvelopeSchema())).validateJSON(data)
+	_, err = mustEnvelope(t, testCodes).validateJSON(data)
 	assert.NoError(t, err)
 }
 
 func TestBusinessErrorWithoutNextActionOmitsIt(t *testing.T) {
-	data, err := json.Marshal(BusinessError(tools.CodeOverloaded, "busy", true, nil).StructuredContent)
+	data, err := json.Marshal(BusinessError("OVERLOADED", "busy", true, nil).StructuredContent)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"code":"OVERLOADED","message":"busy","retry_allowed":true}`, string(data))
 }
@@ -55,12 +53,28 @@ func TestUnencodableResultBecomesOperationUnknown(t *testing.T) {
 	require.NoError(t, err)
 	var body ErrorBody
 	require.NoError(t, json.Unmarshal(data, &body))
-	assert.Equal(t, tools.CodeOperationUnknown, body.Code)
+	assert.Equal(t, CodeOperationUnknown, body.Code)
+}
+
+func TestTheEnvelopeAdmitsTheRegisteredCodesAndThisPackagesOwnOnly(t *testing.T) {
+	envelope := mustEnvelope(t, []string{"NOT_FOUND"})
+	for _, code := range []string{"NOT_FOUND", CodeInvalidArgument, CodeOperationUnknown} {
+		data, err := json.Marshal(BusinessError(code, "m", false, nil).StructuredContent)
+		require.NoError(t, err)
+		_, err = envelope.validateJSON(data)
+		assert.NoError(t, err, code)
+	}
+	for _, code := range []string{"FORBIDDEN", ""} {
+		data, err := json.Marshal(BusinessError(code, "m", false, nil).StructuredContent)
+		require.NoError(t, err)
+		_, err = envelope.validateJSON(data)
+		assert.Error(t, err, "a code nobody registered: %q", code)
+	}
 }
 
 func TestEveryCodeIsInTheEnvelopeSchema(t *testing.T) {
-	envelope := mustSchema(t, string(ErrorEnvelopeSchema()))
-	for _, code := range tools.AllCodes() {
+	envelope := mustEnvelope(t, testCodes)
+	for _, code := range testCodes {
 		data, err := json.Marshal(BusinessError(code, "m", false, nil).StructuredContent)
 		require.NoError(t, err)
 		_, err = envelope.validateJSON(data)

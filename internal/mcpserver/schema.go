@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -13,6 +14,8 @@ type compiledSchema struct {
 	raw      json.RawMessage
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
+	// problems words a refusal of arguments (input schemas only).
+	problems *problemNode
 }
 
 // compileObjectSchema parses and resolves a JSON Schema 2020-12 document
@@ -72,7 +75,7 @@ func (c *compiledSchema) validateJSON(data []byte) (any, error) {
 //
 // The tool's schema is nested, so it must not point at its own root
 // ("$ref", "$defs", "$id" would resolve against the union instead).
-func advertisedOutputSchema(own json.RawMessage) (json.RawMessage, error) {
+func advertisedOutputSchema(own, envelope json.RawMessage) (json.RawMessage, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(own, &doc); err != nil {
 		return nil, fmt.Errorf("parsing schema: %w", err)
@@ -94,10 +97,44 @@ func advertisedOutputSchema(own json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding schema: %w", err)
 	}
-	union["anyOf"] = json.RawMessage(`[` + string(inner) + `,` + errorEnvelopeSchema + `]`)
+	union["anyOf"] = json.RawMessage(`[` + string(inner) + `,` + string(envelope) + `]`)
 	out, err := json.Marshal(union)
 	if err != nil {
 		return nil, fmt.Errorf("encoding advertised schema: %w", err)
 	}
 	return out, nil
+}
+
+// errorEnvelopeSchema is the JSON Schema of ErrorBody, the structuredContent
+// of every BusinessError result, generated from the type: closed objects,
+// code one of codes, next_action omitted when there is none (never null).
+// Every tool's advertised outputSchema admits it (advertisedOutputSchema).
+func errorEnvelopeSchema(codes []string) (json.RawMessage, error) {
+	s, err := jsonschema.For[ErrorBody](nil)
+	if err != nil {
+		return nil, fmt.Errorf("error envelope schema: %w", err)
+	}
+	s.Properties["code"].Enum = make([]any, len(codes))
+	for i, c := range codes {
+		s.Properties["code"].Enum[i] = c
+	}
+	next := s.Properties["next_action"]
+	next.Type, next.Types = "object", nil
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("error envelope schema: %w", err)
+	}
+	return data, nil
+}
+
+// errorCodes are the codes an error result may carry: the caller's, then
+// this package's own if the caller did not list them.
+func errorCodes(registered []string) []string {
+	codes := slices.Clone(registered)
+	for _, own := range []string{CodeInvalidArgument, CodeOperationUnknown} {
+		if !slices.Contains(codes, own) {
+			codes = append(codes, own)
+		}
+	}
+	return codes
 }

@@ -22,6 +22,11 @@ type Config struct {
 	// Extensions are protocol extensions plugged in through the SDK's own
 	// extension points; each is advertised in capabilities.extensions.
 	Extensions []Extension
+	// ErrorCodes are the codes the tools' BusinessError results carry. The
+	// error envelope every outputSchema admits lists them (with this
+	// package's own CodeInvalidArgument and CodeOperationUnknown), so a
+	// result with any other code does not conform.
+	ErrorCodes []string
 }
 
 // Extension is a protocol extension: its identifier, advertised with empty
@@ -77,15 +82,22 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// being held open (API Gateway buffers responses).
 		Capabilities: capabilities,
 	})
+	// Added first, so it is the innermost middleware: it wraps the method
+	// handlers themselves, not the extensions' middleware.
+	server.AddReceivingMiddleware(withRequestDeadline)
 	for _, ext := range cfg.Extensions {
 		if err := ext.Install(server); err != nil {
 			return nil, fmt.Errorf("mcpserver: extension %s: %w", ext.ID, err)
 		}
 	}
 
+	envelope, err := errorEnvelopeSchema(errorCodes(cfg.ErrorCodes))
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		rt, err := compileTool(t, logger)
+		rt, err := compileTool(t, envelope, logger)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: %w", err)
 		}
@@ -145,4 +157,20 @@ func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h minLevelHandler) WithGroup(name string) slog.Handler {
 	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
+}
+
+// withRequestDeadline gives a method handler the HTTP request's deadline
+// back. The SDK detaches handler contexts from the HTTP request, deadline
+// included; a handler budgeting its downstream calls needs it. Cancellation
+// is deliberately not restored: a caller hanging up ends its wait, not an
+// operation already under way.
+func withRequestDeadline(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if info := requestInfoFrom(ctx); info != nil && info.hasDeadline {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, info.deadline)
+			defer cancel()
+		}
+		return next(ctx, method, req)
+	}
 }

@@ -105,7 +105,7 @@ func TestValidCallReachesHandlerWithIdempotencyKeyAndRequestFacts(t *testing.T) 
 func TestInvalidArgumentsAreToolErrorsAndNeverReachTheHandler(t *testing.T) {
 	rec := &recorder{}
 	srv := startServer(t, reviewTool(rec))
-	envelope := mustSchema(t, string(ErrorEnvelopeSchema()))
+	envelope := mustEnvelope(t, testCodes)
 	cases := []struct {
 		name    string
 		args    any

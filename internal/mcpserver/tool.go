@@ -12,8 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/intentgate/intentgate/internal/tools"
-
 	"github.com/intentgate/intentgate/internal/requestid"
 )
 
@@ -72,7 +70,7 @@ type registeredTool struct {
 	logger *slog.Logger
 }
 
-func compileTool(t Tool, logger *slog.Logger) (*registeredTool, error) {
+func compileTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*registeredTool, error) {
 	if !toolNamePattern.MatchString(t.Name) {
 		return nil, fmt.Errorf("tool name %q: must match %s", t.Name, toolNamePattern)
 	}
@@ -83,10 +81,11 @@ func compileTool(t Tool, logger *slog.Logger) (*registeredTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
+	input.problems = newProblemNode(input.schema)
 	if _, err := compileObjectSchema(t.OutputSchema, false); err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
-	advertised, err := advertisedOutputSchema(t.OutputSchema)
+	advertised, err := advertisedOutputSchema(t.OutputSchema, envelope)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
@@ -130,15 +129,6 @@ func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) 
 	header := requestHeader(req, info)
 	if info != nil {
 		call.JSONRPCID = info.jsonrpcID
-		// The SDK detaches handler contexts from the HTTP request, deadline
-		// included; a handler budgeting its downstream calls needs it back.
-		// Cancellation is deliberately not restored: a caller hanging up
-		// ends its wait, not an operation already under way.
-		if info.hasDeadline {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, info.deadline)
-			defer cancel()
-		}
 	}
 
 	keys := header.Values(HeaderIdempotencyKey)
@@ -181,7 +171,7 @@ func requestHeader(req *mcp.CallToolRequest, info *requestInfo) http.Header {
 }
 
 func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
-	return BusinessError(tools.CodeInvalidArgument, problem, false, &tools.NextAction{
+	return BusinessError(CodeInvalidArgument, problem, false, &NextAction{
 		Tool: rt.tool.Name,
 		Hint: "nothing was executed; correct the arguments to match the tool's inputSchema and call again",
 	})
@@ -190,8 +180,8 @@ func (rt *registeredTool) invalidArgument(problem string) *mcp.CallToolResult {
 // outcomeUnknown answers a handler that failed without a result. It may
 // have caused an effect first, so the caller must not read this as failure.
 func (rt *registeredTool) outcomeUnknown() *mcp.CallToolResult {
-	return BusinessError(tools.CodeOperationUnknown,
-		"the server failed while handling this call; its outcome is unknown", true, &tools.NextAction{
+	return BusinessError(CodeOperationUnknown,
+		"the server failed while handling this call; its outcome is unknown", true, &NextAction{
 			Tool: rt.tool.Name,
 			Hint: "do not assume failure: repeat the identical call with the same Idempotency-Key to learn the outcome; it will not be executed twice",
 		})

@@ -60,6 +60,13 @@ const (
 	OutcomePending                   Outcome = "pending"
 )
 
+// AllOutcomes lists every outcome, for exhaustive tests and schema enums.
+func AllOutcomes() []Outcome {
+	return []Outcome{OutcomeCommittedAndVerified, OutcomeFailedWithoutEffect, OutcomeRejectedBeforeDispatch,
+		OutcomeResponseMissing, OutcomeProviderStatusUnavailable, OutcomeVerificationInconclusive,
+		OutcomeIncidentMultipleEffects, OutcomePending}
+}
+
 // Known reports whether the outcome is a proven fact (the effect exists, or
 // provably does not).
 func (o Outcome) Known() bool {

@@ -61,6 +61,8 @@ func (refusedWrite) Render(_ tools.Caller, sub tools.Submission) tools.Rendered 
 	return tools.Rendered{Body: map[string]any{"status": string(sub.Operation.State)}, IsError: !sub.Operation.State.Settled()}
 }
 
+func (refusedWrite) Companions() []tools.OperationTool { return nil }
+
 var alice = tools.Caller{ClientID: "client-a", UserID: "alice", TenantID: "M1"}
 
 // Item: a cancel and a reconciler's claim racing on one RETRYABLE

@@ -1,6 +1,11 @@
 package tools
 
-import "github.com/intentgate/intentgate/internal/operation"
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
 
 // Published is a write tool that also describes its MCP surface, so the
 // gateway serves it with no code of its own: a new write tool is one
@@ -10,6 +15,10 @@ type Published interface {
 	Spec() ToolSpec
 	// Render is the structured result a caller gets for a submission.
 	Render(caller Caller, sub Submission) Rendered
+	// Companions are the family's other tools, each about one operation
+	// of this family (a status query, an action that depends on the
+	// effect); nil when it has none.
+	Companions() []OperationTool
 }
 
 // ToolSpec is the protocol-neutral description of a write tool.
@@ -30,6 +39,9 @@ type Rendered struct {
 	Body    any
 	IsError bool
 	Code    Code // the code of an unfinished operation, for audit
+	// Operation, when it has a handle, is the operation as the call left
+	// it (a Settles tool's result), for audit.
+	Operation operation.Operation
 }
 
 // StateView is what a caller is told about an operation's state: whether
@@ -63,3 +75,48 @@ func ViewOf(op operation.Operation, statusTool, handleArg string) StateView {
 			Message: "accepted; outcome not yet known (" + string(op.Outcome) + "); the server reconciles it", Next: query}
 	}
 }
+
+// OperationTool is a tool that reads or acts on one existing operation,
+// named by the caller's operation_id or by its public handle, and answered
+// only if the caller may see it (Visibility). A family publishes its own
+// (a status query, an action that depends on its effect) with
+// Published.Companions; the operator tools every family shares are
+// published the same way (internal/tools/operator). The gateway serves
+// them all with one code path.
+type OperationTool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema and OutputSchema are JSON Schema 2020-12 objects, the
+	// input closed (additionalProperties false).
+	InputSchema  string
+	OutputSchema string
+	Kind         OperationToolKind
+	// HandleArg is the argument that carries the operation's handle when
+	// the caller does not name it by operation_id (e.g. "review_id").
+	HandleArg string
+	// Of, when set, is the only write tool whose operations this tool
+	// answers for; any other is NotVisible.
+	Of string
+	// Serve answers for op, which the caller may see. args are the call's
+	// arguments, already valid against InputSchema. An error should be a
+	// *Failure.
+	Serve func(ctx context.Context, caller Caller, op operation.Operation, args json.RawMessage) (Rendered, error)
+}
+
+// OperationToolKind says what an operation tool does, for its MCP
+// annotations and its audit record.
+type OperationToolKind int
+
+const (
+	// Reads only: read-only; no policy decision is audited.
+	Reads OperationToolKind = iota
+	// Decides an action on the operation's effect (approve a rollout):
+	// idempotent, not destructive; audited as allowed when it answers,
+	// denied when it refuses.
+	Decides
+	// Settles the operation (an operator's resolution): destructive, not
+	// idempotent; audited as allowed when it answers, with the operation
+	// as it is afterwards.
+	Settles
+)

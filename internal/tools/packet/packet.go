@@ -29,7 +29,7 @@ type Packet struct {
 	Handle string `json:"handle"`
 	Tool   string `json:"tool"`
 	State  string `json:"state"`
-	// Outcome is the seed's outcome vocabulary (committed_and_verified,
+	// Outcome is the operation's outcome vocabulary (committed_and_verified,
 	// dispatch_acknowledged_response_missing, ...).
 	Outcome        string `json:"outcome"`
 	Attempts       int    `json:"attempts"`

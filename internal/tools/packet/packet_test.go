@@ -14,7 +14,7 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/packet"
 )
 
-// owner is the client that chose the seed operation's operation_id.
+// owner is the client that chose the example operation's operation_id.
 var owner = tools.Caller{ClientID: "claude-code", UserID: "dev-alice", TenantID: "team-payments", Roles: []string{"deployer"}}
 
 // Timeline instants of a deployment ticket whose response was lost.
@@ -25,8 +25,8 @@ var (
 	probeAt    = time.Date(2026, 8, 13, 10, 52, 11, 0, time.UTC)
 )
 
-// seedOp is a deployment-ticket operation after the client timeout.
-func seedOp(t *testing.T) operation.Operation {
+// exampleOp is a deployment-ticket operation after the client timeout.
+func exampleOp(t *testing.T) operation.Operation {
 	t.Helper()
 	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func seedOp(t *testing.T) operation.Operation {
 	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "deployment_ticket|payments-api|8bc911d|production-eu",
 		RequestDigest: digest, EndUserID: "dev-alice", TenantID: "team-payments", Target: target, Payload: target}, intentAt, 15*time.Second)
 	require.NoError(t, err)
-	op.Journal[1].At = dispatchAt // the seed records the dispatch 83ms after the intent
+	op.Journal[1].At = dispatchAt // the example records the dispatch 83ms after the intent
 	op, err = op.Apply(operation.Event{Type: operation.EventClientTimeout, At: timeoutAt, Detail: "deadline exceeded"})
 	require.NoError(t, err)
 	return op
@@ -54,7 +54,7 @@ func found(t *testing.T, op operation.Operation) operation.Operation {
 func outputSchema(t *testing.T) *jsonschema.Resolved {
 	t.Helper()
 	var s jsonschema.Schema
-	require.NoError(t, json.Unmarshal([]byte(packet.OutputSchema), &s))
+	require.NoError(t, json.Unmarshal([]byte(packet.OutputSchema()), &s))
 	require.Equal(t, "object", s.Type)
 	r, err := s.Resolve(nil)
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ func marshal(t *testing.T, p packet.Packet) map[string]any {
 }
 
 func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
-	op := found(t, seedOp(t))
+	op := found(t, exampleOp(t))
 	m := marshal(t, packet.Build(op, owner))
 
 	// external_write_review, field for field as docs/design.md (Review
@@ -121,7 +121,7 @@ func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
 }
 
 func TestUnknownPacketSaysSoAndBlocksDependents(t *testing.T) {
-	op := seedOp(t)
+	op := exampleOp(t)
 	p := packet.Build(op, owner)
 	m := marshal(t, p)
 	assert.Equal(t, "UNKNOWN", m["state"])
@@ -136,7 +136,7 @@ func TestUnknownPacketSaysSoAndBlocksDependents(t *testing.T) {
 }
 
 func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
-	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Source: "release_provider",
+	op, err := exampleOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Source: "release_provider",
 		Duplicates: 2, Detail: "search ...: multiple_exact_matches(2)"})
 	require.NoError(t, err)
 	p := packet.Build(op, owner)
@@ -150,7 +150,7 @@ func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
 	assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments)
 	last := p.Timeline[len(p.Timeline)-1]
 	assert.Equal(t, packet.EventReconciliationCheck, last.Event)
-	assert.Equal(t, "multiple_matches", last.Result, "a probe without a recorded result gets the seed's word for it")
+	assert.Equal(t, "multiple_matches", last.Result, "a probe without a recorded result gets the review packet's word for it")
 	assert.Equal(t, "incident_multiple_effects", last.Decision)
 
 	resolved, err := op.Apply(operation.Event{Type: operation.EventOperatorSucceeded, At: probeAt.Add(time.Hour), Actor: "op-olga",
@@ -164,7 +164,7 @@ func TestIncidentPacketNamesTheEscalationAndTheOperatorAction(t *testing.T) {
 }
 
 func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
-	op := seedOp(t)
+	op := exampleOp(t)
 	for _, s := range operation.AllStates() {
 		op.State = s
 		next := packet.NextAction(op, owner)
@@ -175,7 +175,7 @@ func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
 }
 
 func TestPacketHidesAnotherClientsOperationID(t *testing.T) {
-	op := seedOp(t)
+	op := exampleOp(t)
 	for name, viewer := range map[string]tools.Caller{
 		"tenant-mate on another client": {ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"deployer"}},
 		"operator":                      {ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{"operator"}},
@@ -202,7 +202,7 @@ func TestPacketHidesAnotherClientsOperationID(t *testing.T) {
 // that was already SUCCEEDED (and approvable); the duplicate audit makes it
 // the incident. The packet flags that an approval may already be out.
 func TestIncidentAfterAnApprovableSuccessFlagsAPossibleApproval(t *testing.T) {
-	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeFoundOne, At: probeAt, ResourceID: "ticket-9472", Receipt: "r"})
+	op, err := exampleOp(t).Apply(operation.Event{Type: operation.EventProbeFoundOne, At: probeAt, ResourceID: "ticket-9472", Receipt: "r"})
 	require.NoError(t, err)
 	assert.False(t, packet.Build(op, owner).ApprovalMayHaveBeenGiven, "not an incident")
 	op, err = op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: probeAt.Add(time.Second), ResourceID: "ticket-9473", NextAt: probeAt.Add(time.Second)})
@@ -218,7 +218,7 @@ func TestIncidentAfterAnApprovableSuccessFlagsAPossibleApproval(t *testing.T) {
 }
 
 func TestIncidentFoundBeforeAnySuccessFlagsNoApproval(t *testing.T) {
-	op, err := seedOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Duplicates: 2})
+	op, err := exampleOp(t).Apply(operation.Event{Type: operation.EventProbeMultiple, At: probeAt, Duplicates: 2})
 	require.NoError(t, err)
 	assert.Equal(t, false, marshal(t, packet.Build(op, owner))["approval_may_have_been_given"])
 }

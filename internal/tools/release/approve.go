@@ -1,6 +1,9 @@
 package release
 
 import (
+	"context"
+	"encoding/json"
+
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/packet"
@@ -91,4 +94,26 @@ func refusal(caller tools.Caller, op operation.Operation, format string, args ..
 		Hint:      "read the operation's review packet; approve only once it is SUCCEEDED with a receipt",
 	}
 	return tools.Fail(tools.CodePreconditionFailed, false, next, format, args...)
+}
+
+// Companions publishes approve_rollout, the action that depends on a
+// deployment ticket.
+func (f *Family) Companions() []tools.OperationTool {
+	return []tools.OperationTool{{
+		Name:         ToolApprove,
+		Title:        "Approve a rollout",
+		Description:  "Approve the rollout for a deployment ticket. Refused unless the ticket's creation is committed_and_verified.",
+		InputSchema:  ApproveInputSchema(),
+		OutputSchema: ApproveOutputSchema(),
+		Kind:         tools.Decides,
+		HandleArg:    "ticket_handle",
+		Of:           ToolCreate,
+		Serve: func(_ context.Context, caller tools.Caller, op operation.Operation, _ json.RawMessage) (tools.Rendered, error) {
+			approval, err := f.Approve(caller, op)
+			if err != nil {
+				return tools.Rendered{}, err
+			}
+			return tools.Rendered{Body: approval}, nil
+		},
+	}}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/tools"
+	operatortools "github.com/intentgate/intentgate/internal/tools/operator"
 	"github.com/intentgate/intentgate/internal/tools/packet"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
@@ -98,20 +99,20 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	_, err := f.family.Approve(alice, op)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
-	_, err = release.Resolve(context.Background(), f.ex, f.family, alice, op, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, alice, op, operatortools.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeForbidden)
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "checked release queue", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "checked release queue", "", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, "MAYBE", "checked", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, "MAYBE", "checked", "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
 	requireFailure(t, err, tools.CodeInvalidArgument)
 	stored, err := f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, stored.State, "refused resolutions change nothing")
 
 	evidence := "Two tickets in the release queue; kept ticket-9001, cancelled ticket-9002 (INC-123)."
-	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, evidence, "ticket-9001", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, evidence, "ticket-9001", false)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateSucceeded, settled.State)
 	assert.Equal(t, operation.OutcomeCommittedAndVerified, settled.Outcome)
@@ -120,7 +121,7 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	last := settled.Journal[len(settled.Journal)-1]
 	assert.Equal(t, operation.EventOperatorSucceeded, last.Type)
 	assert.Equal(t, "op-olga", last.Actor)
-	assert.Equal(t, release.SourceOperator, last.Source)
+	assert.Equal(t, operatortools.SourceOperator, last.Source)
 	assert.Equal(t, evidence, last.Detail)
 
 	stored, err = f.st.Get(context.Background(), op.Handle)
@@ -131,10 +132,10 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 
 	// The stale copy cannot be resolved again; the settled one is not ESCALATED.
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "second opinion: keep 9002", "ticket-9002", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "second opinion: keep 9002", "ticket-9002", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "changed while it was being resolved")
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, stored, release.ResolutionFailed, "second opinion", "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, stored, operatortools.ResolutionFailed, "second opinion", "", true)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
 }
@@ -142,7 +143,7 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f)
-	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "both tickets look wrong", "", false)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "both tickets look wrong", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "effects_removed")
 	stored, err := f.st.Get(context.Background(), op.Handle)
@@ -153,23 +154,23 @@ func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing
 	assert.True(t, dedup.Deduplicated, "the incident still holds the target: no third ticket")
 
 	evidence := "both tickets cancelled by release team"
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "still shows effects", "the statement alone is not enough: the search still finds the tickets")
 	require.True(t, f.sim.RemoveTicket("ticket-9001"))
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "ticket-9002", "one ticket left is still an effect")
 	require.True(t, f.sim.RemoveTicket("ticket-9002"))
 	// Absence is proven only once the search covers the commit horizon.
 	f.clock.Advance(untilCommitHorizon(t, f, op))
 
-	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, evidence, "", true)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	last := settled.Journal[len(settled.Journal)-1]
 	assert.Equal(t, operation.EventOperatorFailed, last.Type)
-	assert.Equal(t, evidence+"\n"+release.EffectsRemovedStatement, last.Detail, "the operator's statement is journaled")
+	assert.Equal(t, evidence+"\n"+operatortools.EffectsRemovedStatement, last.Detail, "the operator's statement is journaled")
 	_, err = f.family.Approve(alice, settled)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
@@ -197,7 +198,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 		{"resource named by the operator", noEffect, "ticket-9001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := release.Resolve(context.Background(), f.ex, f.family, operator, tc.op, release.ResolutionFailed, "nothing to keep", tc.resourceID, false)
+			_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, tc.op, operatortools.ResolutionFailed, "nothing to keep", tc.resourceID, false)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
 			assert.Contains(t, fail.Message, "effects of this operation exist")
 			assert.Contains(t, fail.Message, "effects_removed: true")
@@ -205,7 +206,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 			assert.Equal(t, map[string]string{"handle": tc.op.Handle}, fail.Next.Arguments, "the operator is not shown alice's operation_id")
 		})
 	}
-	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, incident, release.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, incident, operatortools.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
 	requireFailure(t, err, tools.CodeInvalidArgument)
 }
 
@@ -222,12 +223,12 @@ func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
 	require.Equal(t, operation.StateEscalated, op.State)
 
 	// Until the provider's search covers the dispatch, absence is not proven.
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "no ticket in the release queue", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "cannot yet prove")
 	f.clock.Advance(untilCommitHorizon(t, f, op))
 
-	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "no ticket in the release queue", "", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "no ticket in the release queue", "", false)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	assert.Equal(t, "no ticket in the release queue", settled.Journal[len(settled.Journal)-1].Detail)
@@ -264,7 +265,7 @@ func TestApproveNeedsADeployerOfTheServiceOrAnOperator(t *testing.T) {
 			require.NoError(t, err)
 			assert.Nil(t, ok.OperationID, "another client's operation_id is never shown")
 			assert.Equal(t, proven.Handle, ok.TicketHandle)
-			require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema), ok))
+			require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema()), ok))
 
 			_, err = approver.Approve(caller, unknown)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
@@ -278,7 +279,7 @@ func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 	sub, err := f.submit(t, alice, paymentsArgs)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateSucceeded, sub.Operation.State)
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, sub.Operation, release.ResolutionFailed, "looks wrong", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, sub.Operation, operatortools.ResolutionFailed, "looks wrong", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "SUCCEEDED")
 

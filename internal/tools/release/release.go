@@ -186,8 +186,9 @@ func (f *Family) Dispatch(ctx context.Context, op operation.Operation) (tools.Ef
 }
 
 // ErrNotConfirmed: the authoritative read did not show the ticket the
-// create reported, with exactly the intended target.
-var ErrNotConfirmed = errors.New("ticket not confirmed by the authoritative read")
+// create reported, with exactly the intended target. It is the family's
+// tools.ErrNotConfirmed, which operator resolutions look for.
+var ErrNotConfirmed = fmt.Errorf("ticket not confirmed by the authoritative read: %w", tools.ErrNotConfirmed)
 
 // Verify treats the create answer as weak evidence and confirms it with the
 // authoritative read. Any error leaves the operation UNKNOWN

@@ -11,6 +11,7 @@ import (
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/tools"
+	operatortools "github.com/intentgate/intentgate/internal/tools/operator"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
@@ -39,7 +40,7 @@ func TestResolveSucceededNeedsTheProviderToConfirmTheNamedTicket(t *testing.T) {
 
 	for name, id := range map[string]string{"a ticket that does not exist": "ticket-424242", "a ticket for another target": "ticket-9002"} {
 		t.Run(name, func(t *testing.T) {
-			_, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "checked the queue", id, false)
+			_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "checked the queue", id, false)
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
 			assert.Contains(t, fail.Message, "does not confirm "+id)
 		})
@@ -48,7 +49,7 @@ func TestResolveSucceededNeedsTheProviderToConfirmTheNamedTicket(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateEscalated, stored.State, "no receipt on an operator's word alone")
 
-	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "found it in the queue", "ticket-9001", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "found it in the queue", "ticket-9001", false)
 	require.NoError(t, err)
 	assert.Equal(t, "ticket-9001", settled.ResourceID)
 	assert.Equal(t, tools.Receipt(op.Handle, "ticket-9001"), settled.Receipt)
@@ -58,15 +59,15 @@ func TestResolveSucceededOnAnIncidentMustKeepOneOfTheMatches(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f) // ticket-9001 and ticket-9002
 	// Only a ticket the search, taken now, returns and the read confirms.
-	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "kept 9003", "ticket-9003", false)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "kept 9003", "ticket-9003", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "does not confirm ticket-9003")
 
 	require.True(t, f.sim.RemoveTicket("ticket-9001"))
-	_, err = release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "kept 9001", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "kept 9001", "ticket-9001", false)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
-	settled, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionSucceeded, "kept 9002", "ticket-9002", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "kept 9002", "ticket-9002", false)
 	require.NoError(t, err)
 	assert.Equal(t, "ticket-9002", settled.ResourceID)
 }
@@ -78,14 +79,14 @@ func TestResolveIsNotRecordedWhenTheProviderCannotBeAsked(t *testing.T) {
 	flaky := fixture{simEnv: f.simEnv, st: f.st, ex: f.ex,
 		family: release.New(flakyAPI{ReleaseAPI: f.client, getErr: map[string]error{"ticket-9001": down}}, grants, f.family.Recovery())}
 
-	_, err := release.Resolve(context.Background(), flaky.ex, flaky.family, operator, op, release.ResolutionSucceeded, "found it", "ticket-9001", false)
+	_, err := operatortools.Resolve(context.Background(), flaky.ex, flaky.family, operator, op, operatortools.ResolutionSucceeded, "found it", "ticket-9001", false)
 	fail := requireFailure(t, err, tools.CodeTemporaryUnavailable)
 	assert.True(t, fail.RetryAllowed)
 	stored, err := f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateEscalated, stored.State)
 
-	_, err = release.Resolve(context.Background(), f.ex, nil, operator, op, release.ResolutionSucceeded, "found it", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, nil, operator, op, operatortools.ResolutionSucceeded, "found it", "ticket-9001", false)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 }
 
@@ -94,7 +95,7 @@ func TestResolveFailedNeedsASearchShowingNoEffect(t *testing.T) {
 	op := committedButUnproven(t, f) // ticket-9001 exists, nobody knows
 	f.clock.Advance(f.family.Recovery().SettleWindow)
 
-	_, err := release.Resolve(context.Background(), f.ex, f.family, operator, op, release.ResolutionFailed, "nothing in the queue", "", false)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "nothing in the queue", "", false)
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "ticket-9001", "an unknown effect found by the search blocks FAILED")
 	dedup, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-after-refusal"))
@@ -105,7 +106,7 @@ func TestResolveFailedNeedsASearchShowingNoEffect(t *testing.T) {
 
 func TestTheResolverCannotApproveTheRolloutItResolved(t *testing.T) {
 	resolved := walk(t, operation.Event{Type: operation.EventProbeMultiple, Duplicates: 2},
-		operation.Event{Type: operation.EventOperatorSucceeded, Actor: operator.UserID, Source: release.SourceOperator,
+		operation.Event{Type: operation.EventOperatorSucceeded, Actor: operator.UserID, Source: operatortools.SourceOperator,
 			ResourceID: "ticket-9001", Receipt: "receipt-1"})
 	require.Equal(t, operation.StateSucceeded, resolved.State)
 

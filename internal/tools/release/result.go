@@ -69,7 +69,7 @@ func (f *Family) Spec() tools.ToolSpec {
 		Title: "Create a deployment ticket",
 		Description: "Create the deployment ticket for service+commit+environment, exactly once. Reuse operation_id on every retry; " +
 			"never invent a new one for the same intent. UNKNOWN means: call get_operation, do not resend.",
-		InputSchema: InputSchema, OutputSchema: OutputSchema, OpenWorld: true,
+		InputSchema: InputSchema(), OutputSchema: OutputSchema(), OpenWorld: true,
 	}
 }
 

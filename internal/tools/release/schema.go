@@ -1,106 +1,59 @@
 package release
 
-import "github.com/intentgate/intentgate/internal/tools/packet"
+import "github.com/intentgate/intentgate/internal/tools/toolschema"
 
-// JSON Schema 2020-12 documents of this family's tools. Input schemas are
-// closed ("additionalProperties": false); Prepare enforces the same rules
-// again, so a caller that bypasses the schema gains nothing.
+// JSON Schema 2020-12 documents of this family's tools, generated from the
+// types that decode and encode them. Input schemas are closed
+// ("additionalProperties": false); Prepare enforces the same rules again,
+// so a caller that bypasses the schema gains nothing.
 
-const operationIDProperty = `{"type": "string", "minLength": 8, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$",
-      "description": "Your key for this intent: choose it before the first attempt and reuse it on every retry. A new id means a new intent."}`
+const operationIDDescription = "Your key for this intent: choose it before the first attempt and reuse it on every retry. A new id means a new intent."
 
-const handleProperty = `{"type": "string", "pattern": "^op_[a-z2-7]{26}$", "description": "The operation's public handle (ticket_handle)."}`
-
-// InputSchema is create_deployment_ticket's input.
-const InputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "service": {"type": "string", "minLength": 2, "maxLength": 63, "pattern": "^[a-z][a-z0-9-]{1,62}$", "description": "Service to deploy, e.g. payments-api."},
-    "commit": {"type": "string", "minLength": 7, "maxLength": 40, "pattern": "^[0-9a-f]{7,40}$", "description": "Commit SHA (7-40 lowercase hex)."},
-    "environment": {"type": "string", "minLength": 2, "maxLength": 32, "pattern": "^[a-z][a-z0-9-]{1,31}$", "description": "Target environment, e.g. production-eu."},
-    "operation_id": ` + operationIDProperty + `
-  },
-  "required": ["service", "commit", "environment"]
-}`
+// InputSchema is create_deployment_ticket's input (Args).
+func InputSchema() string {
+	return toolschema.Of[Args](
+		toolschema.Property("service", toolschema.Length(2, 63), toolschema.Pattern(servicePattern.String()),
+			toolschema.Describe("Service to deploy, e.g. payments-api.")),
+		toolschema.Property("commit", toolschema.Length(7, 40), toolschema.Pattern(commitPattern.String()),
+			toolschema.Describe("Commit SHA (7-40 lowercase hex).")),
+		toolschema.Property("environment", toolschema.Length(2, 32), toolschema.Pattern(environmentPattern.String()),
+			toolschema.Describe("Target environment, e.g. production-eu.")),
+		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
+	)
+}
 
 // OutputSchema is create_deployment_ticket's structuredContent (Result).
-const OutputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "ticket_handle": {"type": "string", "pattern": "^op_[a-z2-7]{26}$"},
-    "operation_id": {"type": ["string", "null"]},
-    "status": {"type": "string", "enum": ["PENDING", "SUCCEEDED", "FAILED", "UNKNOWN", "RETRYABLE", "ESCALATED"]},
-    "outcome": {"type": "string", "enum": ["committed_and_verified", "failed_without_effect", "rejected_before_dispatch", "dispatch_acknowledged_response_missing", "provider_status_unavailable", "verification_inconclusive", "incident_multiple_effects", "pending"]},
-    "resource_id": {"type": ["string", "null"]},
-    "effect_receipt": {"type": ["string", "null"]},
-    "deduplicated": {"type": "boolean"},
-    "retry_allowed": {"type": "boolean", "const": false},
-    "next_action": ` + packet.NextActionSchema + `,
-    "code": {"type": "string"},
-    "message": {"type": "string"}
-  },
-  "required": ["ticket_handle", "operation_id", "status", "outcome", "resource_id", "effect_receipt", "deduplicated", "retry_allowed", "next_action"]
-}`
+func OutputSchema() string {
+	return toolschema.Of[Result](
+		toolschema.Property("ticket_handle", toolschema.Handle()),
+		toolschema.Property("status", toolschema.State()),
+		toolschema.Property("outcome", toolschema.Outcome()),
+		toolschema.Property("retry_allowed", toolschema.Const(false)),
+	)
+}
 
-// ApproveInputSchema is approve_rollout's input: the ticket operation, by
-// the caller's operation_id or by its ticket_handle (exactly one).
-const ApproveInputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "operation_id": ` + operationIDProperty + `,
-    "ticket_handle": ` + handleProperty + `
-  },
-  "oneOf": [{"required": ["operation_id"]}, {"required": ["ticket_handle"]}]
-}`
+// ApproveArgs are approve_rollout's arguments: the ticket operation, by the
+// caller's operation_id or by its ticket_handle (exactly one).
+type ApproveArgs struct {
+	OperationID  string `json:"operation_id,omitempty"`
+	TicketHandle string `json:"ticket_handle,omitempty"`
+}
+
+// ApproveInputSchema is approve_rollout's input (ApproveArgs).
+func ApproveInputSchema() string {
+	return toolschema.Of[ApproveArgs](
+		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
+		toolschema.Property("ticket_handle", toolschema.Handle(), toolschema.Describe("The operation's public handle (ticket_handle).")),
+		toolschema.ExactlyOne("operation_id", "ticket_handle"),
+	)
+}
 
 // ApproveOutputSchema is approve_rollout's structuredContent (Approval).
-const ApproveOutputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "ticket_handle": {"type": "string"},
-    "operation_id": {"type": ["string", "null"], "description": "Your own key for the ticket operation; null when it is another client's."},
-    "ticket_id": {"type": "string", "minLength": 1},
-    "effect_receipt": {"type": "string", "minLength": 1},
-    "decision": {"type": "string", "const": "approved"}
-  },
-  "required": ["ticket_handle", "operation_id", "ticket_id", "effect_receipt", "decision"]
-}`
-
-// ResolveInputSchema is resolve_operation's input (operators only). The
-// operation is named by handle (operators act on other clients'
-// operations) or by the operator's own operation_id. resource_id is
-// required by Resolve for SUCCEEDED unless the operation already records one;
-// effects_removed is required by Resolve for FAILED when effects are known.
-const ResolveInputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "operation_id": ` + operationIDProperty + `,
-    "handle": ` + handleProperty + `,
-    "resolution": {"type": "string", "enum": ["SUCCEEDED", "FAILED"]},
-    "evidence": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The operator's statement of what was checked and found."},
-    "resource_id": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$", "description": "The effect the operator verified (e.g. the ticket id to keep)."},
-    "effects_removed": {"type": "boolean", "description": "FAILED only: the operator states every effect of this operation was removed at the provider. Required to resolve FAILED when effects are known to exist; recorded in the journal."}
-  },
-  "required": ["resolution", "evidence"],
-  "oneOf": [{"required": ["operation_id"]}, {"required": ["handle"]}]
-}`
-
-// ResolveOutputSchema: resolve_operation answers with the review packet.
-const ResolveOutputSchema = packet.OutputSchema
-
-// GetOperationInputSchema is get_operation's input: the caller's
-// operation_id or the public handle (exactly one).
-const GetOperationInputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "operation_id": ` + operationIDProperty + `,
-    "handle": ` + handleProperty + `
-  },
-  "oneOf": [{"required": ["operation_id"]}, {"required": ["handle"]}]
-}`
+func ApproveOutputSchema() string {
+	return toolschema.Of[Approval](
+		toolschema.Property("operation_id", toolschema.Describe("Your own key for the ticket operation; null when it is another client's.")),
+		toolschema.Property("ticket_id", toolschema.MinLength(1)),
+		toolschema.Property("effect_receipt", toolschema.MinLength(1)),
+		toolschema.Property("decision", toolschema.Const("approved")),
+	)
+}

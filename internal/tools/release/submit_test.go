@@ -46,14 +46,14 @@ func TestCreateIsVerifiedByAuthoritativeReadAndIssuesReceipt(t *testing.T) {
 	assert.Equal(t, op.Receipt, stored.Receipt)
 
 	result := release.NewResult(alice, sub)
-	require.NoError(t, validate(t, schema(t, release.OutputSchema), result))
+	require.NoError(t, validate(t, schema(t, release.OutputSchema()), result))
 	assert.False(t, result.RetryAllowed)
 	assert.Equal(t, "ticket-9001", *result.ResourceID)
 
 	approval, err := f.family.Approve(alice, stored)
 	require.NoError(t, err)
 	assert.Equal(t, "ticket-9001", approval.TicketID)
-	require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema), approval))
+	require.NoError(t, validate(t, schema(t, release.ApproveOutputSchema()), approval))
 }
 
 func TestSameKeyChangedTargetIsIdempotencyConflict(t *testing.T) {
@@ -93,7 +93,7 @@ func TestRetryUsesNewOperationIDIsDeduplicated(t *testing.T) {
 	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
 
 	result := release.NewResult(alice, again)
-	require.NoError(t, validate(t, schema(t, release.OutputSchema), result))
+	require.NoError(t, validate(t, schema(t, release.OutputSchema()), result))
 	assert.True(t, result.Deduplicated)
 	assert.Equal(t, "deploy-ticket-payments-8bc911d", *result.OperationID, "same client: its own original key")
 

@@ -1,4 +1,4 @@
-package release
+package operator
 
 import (
 	"context"
@@ -146,11 +146,11 @@ func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool
 		var res tools.ProbeResult
 		res, err = family.Probe(dctx, op)
 		if err == nil && !slices.Contains(res.Matches, resourceID) {
-			err = fmt.Errorf("%s is not among the confirmed matches (%s): %w", resourceID, strings.Join(res.Matches, ", "), ErrNotConfirmed)
+			err = fmt.Errorf("%s is not among the confirmed matches (%s): %w", resourceID, strings.Join(res.Matches, ", "), tools.ErrNotConfirmed)
 		}
 	}
 	switch {
-	case errors.Is(err, ErrNotConfirmed):
+	case errors.Is(err, tools.ErrNotConfirmed):
 		return tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider does not confirm %s as this operation's intended effect; nothing was recorded", resourceID)
 	case err != nil:
