@@ -1,7 +1,7 @@
 // Package mcpserver is the MCP protocol boundary: it turns HTTP requests into
 // validated tool calls and tool outcomes into MCP results. It knows nothing
-// about operations, stores or providers (it imports no package of this
-// module): tools, and the business codes their error results carry
+// about operations, stores or providers (of this module it imports only
+// requestid): tools, and the business codes their error results carry
 // (Config.ErrorCodes), are registered by the caller.
 //
 // # What the go-sdk (v1.8.0) does
