@@ -175,6 +175,36 @@ class IndexedQueriesAnswerLikeStock(unittest.TestCase):
         finally:
             DynamoDBBackend.transact_write_items = STOCK_TRANSACTIONS
 
+    def test_a_cancelled_transaction_that_moved_an_item_leaves_it_under_its_old_value(self):
+        indexed_queries.install()
+        DynamoDBBackend.transact_write_items = fast_transactions.transact_write_items
+        try:
+            client = engine()
+            create_table(client, "moved")
+            key = {"pk": {"S": "p"}, "sk": {"N": "0"}}
+            call(client, "PutItem", {"TableName": "moved", "Item": dict(key, g={"S": "old"}, gs={"N": "1"})})
+
+            def count(value):
+                return call(client, "Query", {"TableName": "moved", "IndexName": "by-g", "KeyConditionExpression": "g = :g",
+                                              "ExpressionAttributeValues": {":g": {"S": value}}})[1]["Count"]
+
+            self.assertEqual(count("old"), 1)  # the map exists from here on
+            status, _ = call(client, "TransactWriteItems", {"TransactItems": [
+                {"Update": {"TableName": "moved", "Key": key, "UpdateExpression": "SET g = :new",
+                            "ExpressionAttributeValues": {":new": {"S": "new"}}}},
+                {"ConditionCheck": {"TableName": "moved", "Key": {"pk": {"S": "q"}, "sk": {"N": "0"}},
+                                    "ConditionExpression": "attribute_exists(pk)"}}]})
+            self.assertEqual(status, 400)
+            self.assertEqual((count("old"), count("new")), (1, 0))
+            call(client, "UpdateItem", {"TableName": "moved", "Key": key, "UpdateExpression": "SET g = :new",
+                                        "ExpressionAttributeValues": {":new": {"S": "new"}}})
+            self.assertEqual((count("old"), count("new")), (0, 1))
+            call(client, "DeleteItem", {"TableName": "moved", "Key": key})
+            self.assertEqual((count("old"), count("new")), (0, 0))
+            call(client, "DeleteTable", {"TableName": "moved"})
+        finally:
+            DynamoDBBackend.transact_write_items = STOCK_TRANSACTIONS
+
     def test_an_index_recreated_on_another_attribute_answers_like_stock(self):
         def flow(table):
             client = engine()
