@@ -103,7 +103,7 @@ distclean: clean ## Also remove the Python virtualenvs and the installed MCP cli
 
 # ---------------------------------------------------------------- engine benchmark
 .PHONY: bench-engine
-bench-engine: $(VENV_STAMP) ## Single-item transaction latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
+bench-engine: $(VENV_STAMP) ## Single-item transaction and due-index Query latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
 	$(GO) run ./infra/engine/bench $(BENCH_ARGS)
 
 # --- MCP clients and conformance (test/clients) ---------------------------

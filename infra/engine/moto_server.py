@@ -13,12 +13,14 @@ Patches, each in its own module, are installed unless switched off:
 ``fast_transactions`` (TransactWriteItems without whole-table copies),
 ``fast_attribute_values`` (response attribute values serialized in one pass),
 ``fast_update_expressions`` (each UpdateExpression parsed once),
+``indexed_queries`` (a Query reads only the items its hash key can match),
 ``stream_retention`` (stream records and shard iterators bounded) and
 ``gc_pauses`` (full garbage collections walk only what is new).
 ``request_timing`` logs each request's timing when asked to.
 
 Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock] [--stock-transactions]
-                      [--stock-serializer] [--stock-update-expressions] [--stock-gc]
+                      [--stock-serializer] [--stock-update-expressions] [--stock-queries]
+                      [--stock-gc]
                       [--stream-retention-seconds 86400] [--stream-max-records 10000]
                       [--timing-log PATH]
 After binding it prints exactly one line ``LISTENING <port>`` to stdout, then
@@ -43,6 +45,7 @@ import fast_attribute_values
 import fast_transactions
 import fast_update_expressions
 import gc_pauses
+import indexed_queries
 import request_timing
 import stream_retention
 
@@ -174,6 +177,11 @@ def main(argv=None):
         help="parse every UpdateExpression afresh, twice per request, as stock moto does",
     )
     parser.add_argument(
+        "--stock-queries",
+        action="store_true",
+        help="answer every Query by walking the whole table, as stock moto does",
+    )
+    parser.add_argument(
         "--stock",
         action="store_true",
         help="all of the --stock-* switches that change how answers are computed: stock moto, the differential test's reference",
@@ -207,12 +215,15 @@ def main(argv=None):
 
     if args.stock:
         args.stock_transactions = args.stock_serializer = args.stock_update_expressions = True
+        args.stock_queries = True
     if not args.stock_transactions:
         fast_transactions.install()
     if not args.stock_serializer:
         fast_attribute_values.install()
     if not args.stock_update_expressions:
         fast_update_expressions.install()
+    if not args.stock_queries:
+        indexed_queries.install()
     stream_retention.install(
         stream_retention.Retention(
             retention_seconds=args.stream_retention_seconds,

@@ -22,12 +22,16 @@ import (
 // The differential test: the engine's patches that change how answers are
 // computed - the TransactWriteItems fast path (fast_transactions.py), the
 // attribute value serializer (fast_attribute_values.py) and the
-// UpdateExpression parse cache (fast_update_expressions.py), all in
-// infra/engine - must be indistinguishable from stock moto (--stock). Both run side by side; the same seeded random sequences of
-// PutItem, UpdateItem, DeleteItem and TransactWriteItems (ConditionChecks,
-// cancelled and invalid ones among them) go to both as raw DynamoDB JSON
-// requests, and every answer (status and body), the final items and the
-// stream records must be equal.
+// UpdateExpression parse cache (fast_update_expressions.py) and the indexed
+// Query (indexed_queries.py), all in infra/engine - must be
+// indistinguishable from stock moto (--stock). Both run side by side; the
+// same seeded random sequences of PutItem, UpdateItem, DeleteItem,
+// TransactWriteItems (ConditionChecks, cancelled and invalid ones among
+// them) and Query (on the table and on the index, whose hash value items
+// gain, change and lose; with range conditions, Limit, ExclusiveStartKey,
+// descending, filters and projections; every page followed) go to both as
+// raw DynamoDB JSON requests, and every answer (status and body), the final
+// items and the stream records must be equal.
 //
 // It compares two local moto engines of its own, and runs when the rest of
 // the suite runs on the local engine too.
@@ -67,6 +71,19 @@ func answersExactlyLikeStock(t *testing.T, stock, fast *rawEngine) {
 				want, got := callBoth(t, stock, fast, target, body)
 				outcomes[outcome(target, want)]++
 				require.Equal(t, want, got, "seed %d operation %d %s\nrequest: %s", seed, i, target, clip(body))
+				for page := 2; target == queryTarget && want.Status == http.StatusOK; page++ {
+					if n, _ := want.Body.(map[string]any)["Count"].(float64); n > 0 {
+						outcomes["Query found items"]++
+					}
+					next, ok := want.Body.(map[string]any)["LastEvaluatedKey"]
+					if !ok {
+						break
+					}
+					outcomes["Query next page"]++
+					body["ExclusiveStartKey"] = next
+					want, got = callBoth(t, stock, fast, target, body)
+					require.Equal(t, want, got, "seed %d operation %d %s page %d\nrequest: %s", seed, i, target, page, clip(body))
+				}
 			}
 			assert.Equal(t, stock.items(t, table), fast.items(t, table), "final items")
 			assert.Equal(t, stock.streamRecords(t, table), fast.streamRecords(t, table), "stream records")
@@ -84,6 +101,7 @@ func answersExactlyLikeStock(t *testing.T, stock, fast *rawEngine) {
 		"TransactWriteItems ok", "TransactWriteItems TransactionCanceledException",
 		"TransactWriteItems ValidationException", "UpdateItem ValidationException",
 		"PutItem ConditionalCheckFailedException", "DeleteItem ok",
+		"Query ok", "Query found items", "Query next page",
 	} {
 		assert.GreaterOrEqual(t, outcomes[o], 5, "outcome %q exercised", o)
 	}
@@ -294,13 +312,18 @@ type opGenerator struct {
 }
 
 func newOpGenerator(seed uint64, table string) *opGenerator {
-	return &opGenerator{r: rand.New(rand.NewPCG(seed, 0x5eed)), table: table, keys: []string{"k0", "k1", "k2", "k3", "k4", "k5"}}
+	return &opGenerator{r: rand.New(rand.NewPCG(seed, 0x5eed)), table: table, keys: []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}}
 }
 
 func (g *opGenerator) chance(pct int) bool { return g.r.IntN(100) < pct }
 func (g *opGenerator) key() string         { return g.keys[g.r.IntN(len(g.keys))] }
 
+const queryTarget = "DynamoDB_20120810.Query"
+
 func (g *opGenerator) next() (string, map[string]any) {
+	if g.chance(20) {
+		return queryTarget, g.query()
+	}
 	switch p := g.r.IntN(100); {
 	case p < 18:
 		put := g.put(g.key())
@@ -381,8 +404,8 @@ func (g *opGenerator) action(k string) map[string]any {
 
 func (g *opGenerator) put(k string) map[string]any {
 	item := map[string]any{"pk": sv(k), "v": nv(g.r.IntN(6)), "s": sv("s" + strconv.Itoa(g.r.IntN(4)))}
-	if g.chance(30) {
-		item["gsi1pk"] = sv("due")
+	if g.chance(60) {
+		item["gsi1pk"] = sv(g.indexValue())
 		item["gsi1sk"] = sv(strconv.Itoa(g.r.IntN(1000)))
 	}
 	if g.chance(2) {
@@ -410,7 +433,7 @@ func (g *opGenerator) update(k string) map[string]any {
 	forms := []form{
 		{"SET v = if_not_exists(v, :zero) + :one, s = :s", map[string]any{":zero": nv(0), ":one": nv(1), ":s": sv("u" + strconv.Itoa(g.r.IntN(4)))}},
 		{"REMOVE gsi1pk, gsi1sk", nil},
-		{"SET gsi1pk = :due, gsi1sk = :at", map[string]any{":due": sv("due"), ":at": sv(strconv.Itoa(g.r.IntN(1000)))}},
+		{"SET gsi1pk = :due, gsi1sk = :at", map[string]any{":due": sv(g.indexValue()), ":at": sv(strconv.Itoa(g.r.IntN(1000)))}},
 		{"ADD cnt :one", map[string]any{":one": nv(1)}},
 		{"SET lst = list_append(if_not_exists(lst, :empty), :l)", map[string]any{":empty": map[string]any{"L": []any{}}, ":l": map[string]any{"L": []any{sv("e" + strconv.Itoa(g.r.IntN(9)))}}}},
 		{"SET v = nope + :one", map[string]any{":one": nv(1)}},                         // invalid unless nope exists: it never does
@@ -435,6 +458,52 @@ func (g *opGenerator) update(k string) map[string]any {
 		up["ExpressionAttributeValues"] = values
 	}
 	return up
+}
+
+// indexValue is an index hash value: items move between the two.
+func (g *opGenerator) indexValue() string { return []string{"due", "late"}[g.r.IntN(2)] }
+
+// query draws a Query on the index (most) or on the table.
+func (g *opGenerator) query() map[string]any {
+	q := map[string]any{"TableName": g.table}
+	values := map[string]any{}
+	if g.chance(20) {
+		q["KeyConditionExpression"] = "pk = :k"
+		values[":k"] = sv(g.key())
+	} else {
+		q["IndexName"] = "gsi1"
+		q["KeyConditionExpression"] = "gsi1pk = :h"
+		values[":h"] = sv([]string{"due", "late", "never"}[pick(g.r, []int{45, 45, 10})])
+		switch g.r.IntN(4) {
+		case 1:
+			q["KeyConditionExpression"] = "gsi1pk = :h AND gsi1sk BETWEEN :lo AND :hi"
+			values[":lo"], values[":hi"] = sv("2"), sv("7")
+		case 2:
+			q["KeyConditionExpression"] = "gsi1pk = :h AND begins_with(gsi1sk, :p)"
+			values[":p"] = sv(strconv.Itoa(1 + g.r.IntN(9)))
+		case 3:
+			q["KeyConditionExpression"] = "gsi1pk = :h AND gsi1sk > :lo"
+			values[":lo"] = sv(strconv.Itoa(g.r.IntN(1000)))
+		}
+		if g.chance(10) { // a start key that is no page's end
+			q["ExclusiveStartKey"] = map[string]any{"pk": sv(g.key()), "gsi1pk": values[":h"], "gsi1sk": sv(strconv.Itoa(g.r.IntN(1000)))}
+		}
+	}
+	if g.chance(70) {
+		q["Limit"] = 1 + g.r.IntN(2)
+	}
+	if g.chance(40) {
+		q["ScanIndexForward"] = false
+	}
+	if g.chance(20) {
+		q["FilterExpression"] = "v > :v"
+		values[":v"] = nv(g.r.IntN(6))
+	}
+	if g.chance(15) {
+		q["ProjectionExpression"] = "pk, s"
+	}
+	q["ExpressionAttributeValues"] = values
+	return q
 }
 
 func (g *opGenerator) delete(k string) map[string]any {

@@ -133,10 +133,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		// An empty search proves nothing until the index covers the
 		// dispatch: the settle window follows the simulator's lag.
 		"INTENTGATE_RELEASE_SETTLE_WINDOW": release.RecoveryForLag(cfg.ReleaseSearchLag).SettleWindow.String(),
-		// The local engine answers every index query by reading the whole
-		// table, one request at a time: a sweep over 16 shards would hold
-		// every writer up for 16 table reads. One machine needs no spread.
-		"INTENTGATE_DUE_SHARDS": "1",
 	}
 	for k, v := range cfg.Env {
 		env[k] = v

@@ -2,7 +2,10 @@
 // TransactWriteItems (a put-if-absent, as the store's insert) on a table
 // holding 100, 1,000 and 10,000 items with its stream on, against stock
 // moto (--stock-transactions) and the fast path, both started here in the
-// same run, with the ratios side by side. A second table (wide.go) times
+// same run, with the ratios side by side; on the same tables, the
+// reconciler sweep's Query on the due index (ten due items among the rest)
+// against stock moto's whole-table walk (--stock-queries) and the indexed
+// Query (indexed_queries.py). A second table (wide.go) times
 // the requests whose cost is per attribute against stock moto (--stock) and
 // the launcher's patches, both running at once, samples alternating.
 package main
@@ -49,11 +52,11 @@ func run(ctx context.Context, samples int, wide bool) error {
 	if samples < 1 {
 		return fmt.Errorf("samples %d: want at least 1", samples)
 	}
-	stock, err := measure(ctx, samples, "--stock-transactions")
+	stock, stockQueries, err := measure(ctx, samples, "--stock-transactions", "--stock-queries")
 	if err != nil {
 		return fmt.Errorf("stock moto: %w", err)
 	}
-	fast, err := measure(ctx, samples)
+	fast, fastQueries, err := measure(ctx, samples)
 	if err != nil {
 		return fmt.Errorf("fast path: %w", err)
 	}
@@ -64,33 +67,42 @@ func run(ctx context.Context, samples int, wide bool) error {
 	}
 	fmt.Printf("\nfast path at 10,000 / at 100 items: %.2fx (target <= 1.2x)\n", ratio(fast[2], fast[0]))
 	fmt.Printf("stock / fast path at 1,000 items:   %.1fx (target >= 20x)\n", ratio(stock[1], fast[1]))
+	fmt.Printf("\nQuery on the due index (10 due items, Limit 25), median of %d (ms)\n\n", samples)
+	fmt.Printf("%8s  %10s  %10s  %12s\n", "items", "stock", "indexed", "stock/indexed")
+	for i, n := range sizes {
+		fmt.Printf("%8d  %10.1f  %10.1f  %11.1fx\n", n, ms(stockQueries[i]), ms(fastQueries[i]), ratio(stockQueries[i], fastQueries[i]))
+	}
+	fmt.Printf("\nindexed at 10,000 / at 100 items: %.2fx\n", ratio(fastQueries[2], fastQueries[0]))
 	if !wide {
 		return nil
 	}
 	return runWide(ctx, samples)
 }
 
-// measure starts one engine variant and times transactions at each size,
-// growing one table from size to size.
-func measure(ctx context.Context, samples int, launcherArgs ...string) ([]time.Duration, error) {
+// measure starts one engine variant and times transactions and due-index
+// Queries at each size, growing one table from size to size.
+func measure(ctx context.Context, samples int, launcherArgs ...string) (transactions, queries []time.Duration, err error) {
 	e, err := localengine.StartMoto(ctx, launcherArgs...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = e.Stop() }()
 	db, err := e.Client(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	table := "bench"
 	if _, err := db.CreateTable(ctx, store.CreateTableInput(table)); err != nil {
-		return nil, fmt.Errorf("create table: %w", err)
+		return nil, nil, fmt.Errorf("create table: %w", err)
+	}
+	if err := fillDue(ctx, db, table); err != nil {
+		return nil, nil, err
 	}
 	var out []time.Duration
 	filled := 0
 	for _, n := range sizes {
 		if err := fill(ctx, db, table, filled, n); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		filled = n
 		var took []time.Duration
@@ -103,19 +115,72 @@ func measure(ctx context.Context, samples int, launcherArgs ...string) ([]time.D
 			}}})
 			took = append(took, time.Since(started))
 			if err != nil {
-				return nil, fmt.Errorf("transaction at %d items: %w", n, err)
+				return nil, nil, fmt.Errorf("transaction at %d items: %w", n, err)
 			}
 			// keep the table at n items: the sample goes again
 			if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table),
 				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
-				return nil, fmt.Errorf("delete sample: %w", err)
+				return nil, nil, fmt.Errorf("delete sample: %w", err)
 			}
 		}
 		slices.Sort(took)
 		out = append(out, took[len(took)/2])
 		fmt.Fprintf(os.Stderr, "%s: %d items: median %.1f ms\n", variant(launcherArgs), n, ms(took[len(took)/2]))
+		q, err := timeDueQuery(ctx, db, table, samples)
+		if err != nil {
+			return nil, nil, fmt.Errorf("query at %d items: %w", n, err)
+		}
+		queries = append(queries, q)
+		fmt.Fprintf(os.Stderr, "%s: %d items: due query median %.1f ms\n", variant(launcherArgs), n, ms(q))
 	}
-	return out, nil
+	return out, queries, nil
+}
+
+// dueItems is how many items of the bench table are due: the sweep's answer.
+const dueItems = 10
+
+// fillDue writes the due items, as the store writes an operation awaiting
+// the reconciler: in the due index under shard 0, due at a past time.
+func fillDue(ctx context.Context, db *dynamodb.Client, table string) error {
+	for i := range dueItems {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"pk":     &types.AttributeValueMemberS{Value: "op#due-" + strconv.Itoa(i)},
+			"state":  &types.AttributeValueMemberS{Value: "UNKNOWN"},
+			"gsi1pk": &types.AttributeValueMemberS{Value: "due"},
+			"gsi1sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("2026-01-01T00:00:%02dZ", i)},
+		}}); err != nil {
+			return fmt.Errorf("due item %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// timeDueQuery is the median of samples sweep Queries (shard 0, due by now,
+// Limit 25), each of which must find every due item.
+func timeDueQuery(ctx context.Context, db *dynamodb.Client, table string, samples int) (time.Duration, error) {
+	var took []time.Duration
+	for range samples {
+		started := time.Now()
+		out, err := db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(table),
+			IndexName:              aws.String(store.DueIndex),
+			KeyConditionExpression: aws.String("gsi1pk = :k AND gsi1sk <= :now"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":k":   &types.AttributeValueMemberS{Value: "due"},
+				":now": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
+			},
+			Limit: aws.Int32(25),
+		})
+		took = append(took, time.Since(started))
+		if err != nil {
+			return 0, err
+		}
+		if len(out.Items) != dueItems {
+			return 0, fmt.Errorf("found %d due items, want %d", len(out.Items), dueItems)
+		}
+	}
+	slices.Sort(took)
+	return took[len(took)/2], nil
 }
 
 // fill writes items from..to-1 with BatchWriteItem (each an insert stream record).
