@@ -60,7 +60,7 @@ func run() int {
 	flag.DurationVar(&cfg.LateCommitOverrun, "late-commit-overrun", cfg.LateCommitOverrun, "how far past its commit deadline commit_late_beyond_deadline commits")
 	flag.BoolVar(&cfg.Stream, "stream", cfg.Stream, "drive the reconciler's stream entry point too (a local event source mapping per cell)")
 	flag.DurationVar(&cfg.StreamIdleWait, "stream-idle-wait", cfg.StreamIdleWait, "the stream poller's pause after an empty read")
-	flag.IntVar(&cfg.DueShards, "due-shards", cfg.DueShards, "INTENTGATE_DUE_SHARDS (the local engine reads the whole table per shard query)")
+	flag.IntVar(&cfg.DueShards, "due-shards", cfg.DueShards, "INTENTGATE_DUE_SHARDS of every replica and reconciler")
 	flag.DurationVar(&cfg.SweepEvery, "sweep-every", cfg.SweepEvery, "reconciler sweep period during the campaign")
 	flag.IntVar(&show, "show", 5, "violations printed with their history")
 	flag.BoolVar(&verbose, "v", false, "progress lines")

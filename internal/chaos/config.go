@@ -87,9 +87,8 @@ type Config struct {
 	RiskSettleWindow   time.Duration
 	ReleaseSearchLag   time.Duration
 	SweepEvery         time.Duration // reconciler sweep period during the campaign
-	// DueShards is INTENTGATE_DUE_SHARDS. The local engine answers an index
-	// query by reading the whole table, so a sweep costs one table read
-	// per shard while every writer waits; one shard on one machine.
+	// DueShards is INTENTGATE_DUE_SHARDS: the production default, since the
+	// local engine's indexed Query reads only the shard's own items.
 	DueShards      int
 	QuietStep      time.Duration // clock advance per quiet-phase sweep
 	MaxQuietSweeps int           // bound of the fixed-point loop
@@ -113,7 +112,7 @@ func Default() Config {
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
 		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
-		SweepEvery: 10 * time.Second, DueShards: 1, QuietStep: time.Minute, MaxQuietSweeps: 80,
+		SweepEvery: 10 * time.Second, DueShards: 16, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
 		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
 		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: time.Second,
