@@ -294,14 +294,24 @@ func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([
 	}
 	ce.maxInFlight[fmt.Sprintf("%d/risk", c.idx)] = rs.MaxInFlight
 	ce.maxInFlight[fmt.Sprintf("%d/release", c.idx)] = ts.MaxInFlight
-	restarts := 0
-	for _, r := range c.replicas {
-		restarts += r.restarts
-	}
-	// Every process (replicas, restarted ones whose calls may still run,
-	// the reconciler, the operator's) holds at most DownstreamMaxConns.
-	ce.inFlightCap = (len(c.replicas) + restarts + 1) * c.cfg.DownstreamMaxConns
+	ce.inFlightCap = c.downstreamProcesses() * c.cfg.DownstreamMaxConns
 	return out, ce, nil
+}
+
+// downstreamProcesses counts the processes whose admission gates may each
+// hold DownstreamMaxConns provider calls at once: the replicas, restarted
+// ones whose calls may still run, the sweep's reconciler (which the
+// operator's reads use too) and, with the stream entry point on, the
+// stream's reconciler.
+func (c *cell) downstreamProcesses() int {
+	n := len(c.replicas) + 1
+	for _, r := range c.replicas {
+		n += r.restarts
+	}
+	if c.streamRecon != nil {
+		n++
+	}
+	return n
 }
 
 // mergeIDs replaces counted placeholders with real ids where known.

@@ -284,3 +284,14 @@ func TestCheckerFlagsALateCommitBeyondThePromiseLeftSucceeded(t *testing.T) {
 	require.Empty(t, journalProblem(op))
 	require.Contains(t, invariantsOf(Check(ev)), InvOneEffect)
 }
+
+// The backpressure cap counts every process with its own admission gate:
+// the stream's reconciler is one, beside the sweep's (seed 20261201 at
+// 1,000 operations saw 9 risk calls in flight against a cap of 8 that
+// left it out).
+func TestTheInFlightCapCountsEveryProcessWithAGate(t *testing.T) {
+	c := &cell{replicas: []*replica{{}, {restarts: 1}, {}}}
+	require.Equal(t, 3+1+1, c.downstreamProcesses(), "replicas, a restart, the sweep's reconciler")
+	c.streamRecon = &process{}
+	require.Equal(t, 3+1+1+1, c.downstreamProcesses(), "and the stream's reconciler")
+}
