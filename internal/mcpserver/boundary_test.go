@@ -134,9 +134,6 @@ func TestNewRejectsBadToolDefinitions(t *testing.T) {
 			t.InputSchema = json.RawMessage(`{"type":"string"}`)
 		})}, `"type": "object"`},
 		{"missing output schema", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.OutputSchema = nil })}, "output schema: schema is empty"},
-		{"unresolvable ref", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
-			t.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"a":{"$ref":"https://example.com/x.json"}}}`)
-		})}, "resolving schema"},
 		{"bad tool name", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = "has space" })}, "must match"},
 		{"nil handler", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Handler = nil })}, "nil handler"},
 		{"duplicate tool", Config{Name: "n", Version: "v"}, []Tool{good, good}, "registered twice"},
@@ -151,6 +148,43 @@ func TestNewRejectsBadToolDefinitions(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// New checks a schema's shape only; resolving waits for the tool's first
+// call, to keep it out of the cold start. A tool whose schema cannot be
+// resolved is therefore refused at its call, before its handler runs, while
+// every other tool works; ResolveSchemas finds it ahead of time.
+func TestAToolWhoseSchemaDoesNotResolveIsRefusedAtItsCallAndFoundByResolveSchemas(t *testing.T) {
+	var logs bytes.Buffer
+	rec := &recorder{}
+	broken := reviewTool(rec)
+	broken.Name = "broken"
+	broken.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"a":{"$ref":"https://example.com/x.json"}}}`)
+	good := reviewTool(rec)
+
+	err := ResolveSchemas(good, broken)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `tool "broken"`)
+	assert.ErrorContains(t, err, "resolving schema")
+	require.NoError(t, ResolveSchemas(good))
+
+	h, err := New(Config{Name: "n", Version: "v", Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, good, broken)
+	require.NoError(t, err)
+	cs := connect(t, testContext(t), newLoopbackServer(t, h).URL, version20260728)
+	listed, err := cs.ListTools(testContext(t), nil)
+	require.NoError(t, err)
+	assert.Len(t, listed.Tools, 2, "tools/list needs no resolved schema")
+
+	_, err = cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "broken", Arguments: map[string]any{}})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `tool "broken" cannot be called`)
+	assert.Empty(t, rec.snapshot(), "the handler never ran")
+	assert.Contains(t, logs.String(), "tool schemas do not resolve")
+
+	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "request_risk_review",
+		Arguments: map[string]any{"order_id": orderID(1), "reason": "r"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "the other tools are unaffected")
 }
 
 // Extensions read fields of the request the SDK drops when it decodes the

@@ -97,7 +97,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 	}
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		rt, err := compileTool(t, envelope, logger)
+		rt, err := registerTool(t, envelope, logger)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -62,38 +63,84 @@ type Call struct {
 // toolNamePattern is the tool name syntax recommended by the 2025-11-25 spec.
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// registeredTool is a Tool with its schemas resolved.
+// registeredTool is a Tool as the server holds it. Its schemas' shape is
+// checked at registration; resolving them for validation waits for the
+// tool's first call (schemas), because resolving every tool's schemas was
+// most of a cold start's CPU and a cold start's first request is usually a
+// tools/list or an unauthenticated probe, which need only the JSON.
 type registeredTool struct {
-	tool   Tool
-	input  *compiledSchema
-	output *compiledSchema
-	logger *slog.Logger
+	tool Tool
+	// advertisedOutput is the outputSchema clients are shown: the tool's
+	// own joined with the error envelope.
+	advertisedOutput json.RawMessage
+	schemas          func() (toolSchemas, error)
+	logger           *slog.Logger
 }
 
-func compileTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*registeredTool, error) {
+// toolSchemas are a tool's schemas resolved for validation.
+type toolSchemas struct {
+	input  *compiledSchema // with the refusal wording (problems)
+	output *compiledSchema // the advertised output schema
+}
+
+func registerTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*registeredTool, error) {
 	if !toolNamePattern.MatchString(t.Name) {
 		return nil, fmt.Errorf("tool name %q: must match %s", t.Name, toolNamePattern)
 	}
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q: nil handler", t.Name)
 	}
-	input, err := compileObjectSchema(t.InputSchema, true)
-	if err != nil {
+	if err := checkObjectRoot(t.InputSchema, true); err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
-	input.problems = newProblemNode(input.schema)
-	if _, err := compileObjectSchema(t.OutputSchema, false); err != nil {
+	if err := checkObjectRoot(t.OutputSchema, false); err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
 	advertised, err := advertisedOutputSchema(t.OutputSchema, envelope)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
-	output, err := compileObjectSchema(advertised, false)
+	return &registeredTool{
+		tool: t, advertisedOutput: advertised, logger: logger.With("tool", t.Name),
+		schemas: sync.OnceValues(func() (toolSchemas, error) { return compileToolSchemas(t.InputSchema, advertised) }),
+	}, nil
+}
+
+// compileToolSchemas resolves a tool's input schema and its advertised
+// output schema, which nests the tool's own.
+func compileToolSchemas(inputSchema, advertisedOutput json.RawMessage) (toolSchemas, error) {
+	input, err := compileObjectSchema(inputSchema, true)
 	if err != nil {
-		return nil, fmt.Errorf("tool %q: advertised output schema: %w", t.Name, err)
+		return toolSchemas{}, fmt.Errorf("input schema: %w", err)
 	}
-	return &registeredTool{tool: t, input: input, output: output, logger: logger.With("tool", t.Name)}, nil
+	input.problems = newProblemNode(input.schema)
+	output, err := compileObjectSchema(advertisedOutput, false)
+	if err != nil {
+		return toolSchemas{}, fmt.Errorf("output schema: %w", err)
+	}
+	return toolSchemas{input: input, output: output}, nil
+}
+
+// ResolveSchemas resolves every tool's schemas as its first call would, and
+// returns the first failure. New checks only their shape, so a schema that
+// cannot be resolved (say, a "$ref" to a document it cannot load) would
+// otherwise surface only when the tool is first called: a test of a tool
+// set calls this.
+func ResolveSchemas(tools ...Tool) error {
+	envelope, err := errorEnvelopeSchema(errorCodes(nil))
+	if err != nil {
+		return fmt.Errorf("mcpserver: %w", err)
+	}
+	for _, t := range tools {
+		rt, err := registerTool(t, envelope, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return fmt.Errorf("mcpserver: %w", err)
+		}
+		if _, err := rt.schemas(); err != nil {
+			return fmt.Errorf("mcpserver: tool %q: %w", t.Name, err)
+		}
+	}
+	return nil
 }
 
 func (rt *registeredTool) mcpTool() *mcp.Tool {
@@ -101,16 +148,22 @@ func (rt *registeredTool) mcpTool() *mcp.Tool {
 		Name:         rt.tool.Name,
 		Title:        rt.tool.Title,
 		Description:  rt.tool.Description,
-		InputSchema:  rt.input.raw,
-		OutputSchema: rt.output.raw,
+		InputSchema:  rt.tool.InputSchema,
+		OutputSchema: rt.advertisedOutput,
 		Annotations:  rt.tool.Annotations,
 		Meta:         rt.tool.Meta,
 	}
 }
 
-// handle is the SDK-level handler: it validates, builds the Call, runs the
-// tool's handler, and never returns a JSON-RPC error.
+// handle is the SDK-level handler: it validates, builds the Call and runs
+// the tool's handler. Its one JSON-RPC error is a tool whose schemas do not
+// resolve: a defect of the server, refused before anything runs.
 func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) (result *mcp.CallToolResult, _ error) {
+	schemas, err := rt.schemas()
+	if err != nil {
+		rt.logger.ErrorContext(ctx, "tool schemas do not resolve; the call was refused", "error", err)
+		return nil, fmt.Errorf("tool %q cannot be called: its %w", rt.tool.Name, err)
+	}
 	info := requestInfoFrom(ctx)
 	call := Call{
 		Tool:            rt.tool.Name,
@@ -143,7 +196,7 @@ func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) 
 	if req.Params != nil {
 		raw = req.Params.Arguments
 	}
-	args, problem := checkArguments(rt.input, raw)
+	args, problem := checkArguments(schemas.input, raw)
 	if problem != "" {
 		return rt.invalidArgument(problem), nil
 	}
@@ -154,7 +207,7 @@ func (rt *registeredTool) handle(ctx context.Context, req *mcp.CallToolRequest) 
 		rt.logger.ErrorContext(ctx, "tool handler returned no result", "request_id", call.RequestID)
 		return rt.outcomeUnknown(), nil
 	}
-	rt.checkOutput(ctx, call, result)
+	rt.checkOutput(ctx, schemas.output, call, result)
 	return result, nil
 }
 
@@ -191,10 +244,10 @@ func (rt *registeredTool) outcomeUnknown() *mcp.CallToolResult {
 // violates the advertised outputSchema. The result is still returned: it
 // may report an effect that already happened, and hiding it would invite a
 // duplicate.
-func (rt *registeredTool) checkOutput(ctx context.Context, call Call, result *mcp.CallToolResult) {
+func (rt *registeredTool) checkOutput(ctx context.Context, output *compiledSchema, call Call, result *mcp.CallToolResult) {
 	data, err := structuredJSON(result.StructuredContent)
 	if err == nil {
-		_, err = rt.output.validateJSON(data)
+		_, err = output.validateJSON(data)
 	}
 	if err != nil {
 		rt.logger.ErrorContext(ctx, "tool result does not match its outputSchema",
