@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/intentgate/intentgate/internal/app"
@@ -29,9 +31,12 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// No collection while the cold start builds its long-lived state:
-	// nearly all of it survives, so cycles now would only cost CPU.
+	// No collection while the cold start builds its long-lived state and
+	// answers its first request: nearly all of it survives, so cycles now
+	// would only cost CPU, and restoring the collector before that first
+	// answer started a full cycle inside it.
 	gcPercent := debug.SetGCPercent(-1)
+	restoreGC := func() { debug.SetGCPercent(gcPercent) }
 	cfg, err := app.FromEnv(os.LookupEnv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -45,11 +50,21 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	debug.SetGCPercent(gcPercent)
 	if lambdahttp.UnderLambda() {
-		lambda.StartWithOptions(lambdahttp.Handler(h, a.LambdaOptions()), lambda.WithContext(ctx))
+		lambda.StartWithOptions(afterFirstAnswer(lambdahttp.Handler(h, a.LambdaOptions()), restoreGC), lambda.WithContext(ctx))
 		return nil
 	}
+	restoreGC()
 	a.Logger.Info("serving MCP over plain HTTP", "addr", cfg.ListenAddr, "resource", cfg.ResourceURL)
 	return lambdahttp.Serve(h, a.LambdaOptions(), cfg.ListenAddr)
+}
+
+// afterFirstAnswer runs then once, after handle has answered its first
+// invocation.
+func afterFirstAnswer(handle lambdahttp.LambdaHandler, then func()) lambdahttp.LambdaHandler {
+	var once sync.Once
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer once.Do(then)
+		return handle(ctx, ev)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,7 +135,8 @@ func TestNewRejectsBadToolDefinitions(t *testing.T) {
 			t.InputSchema = json.RawMessage(`{"type":"string"}`)
 		})}, `"type": "object"`},
 		{"missing output schema", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.OutputSchema = nil })}, "output schema: schema is empty"},
-		{"bad tool name", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = "has space" })}, "must match"},
+		{"bad tool name", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = "has space" })}, "must be 1-128 characters"},
+		{"tool name too long", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = strings.Repeat("a", 129) })}, "must be 1-128 characters"},
 		{"nil handler", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Handler = nil })}, "nil handler"},
 		{"duplicate tool", Config{Name: "n", Version: "v"}, []Tool{good, good}, "registered twice"},
 		{"bad x-mcp-header (SDK panic becomes error)", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {

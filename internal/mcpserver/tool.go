@@ -60,8 +60,13 @@ type Call struct {
 	ProtocolVersion string
 }
 
-// toolNamePattern is the tool name syntax recommended by the 2025-11-25 spec.
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// toolNameAlphabet and maxToolNameLength are the tool name syntax the
+// 2025-11-25 spec recommends (1-128 of these characters). The length is
+// checked apart: a counted repetition such as {1,128} compiles into 128
+// copies of the class, a start-up cost paid on every cold start.
+var toolNameAlphabet = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+const maxToolNameLength = 128
 
 // registeredTool is a Tool as the server holds it. Its schemas' shape is
 // checked at registration; resolving them for validation waits for the
@@ -84,8 +89,8 @@ type toolSchemas struct {
 }
 
 func registerTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*registeredTool, error) {
-	if !toolNamePattern.MatchString(t.Name) {
-		return nil, fmt.Errorf("tool name %q: must match %s", t.Name, toolNamePattern)
+	if len(t.Name) > maxToolNameLength || !toolNameAlphabet.MatchString(t.Name) {
+		return nil, fmt.Errorf("tool name %q: must be 1-%d characters of A-Z a-z 0-9 _ . -", t.Name, maxToolNameLength)
 	}
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q: nil handler", t.Name)

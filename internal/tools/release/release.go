@@ -36,10 +36,23 @@ const BusinessKeyKind = "deployment_ticket"
 // ProbeSource is the reconciliation check source shown in the journal.
 const ProbeSource = "release_provider"
 
+// The arguments' alphabets; their lengths (argumentLengths) are checked
+// apart, here and in the input schema, because a counted repetition such
+// as {1,62} compiles into 62 copies of the class, a cost every cold start
+// would pay.
 var (
-	servicePattern     = regexp.MustCompile(`^[a-z][a-z0-9-]{1,62}$`)
-	commitPattern      = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
-	environmentPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,31}$`)
+	servicePattern     = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	commitPattern      = regexp.MustCompile(`^[0-9a-f]*$`)
+	environmentPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+)
+
+// argumentLength is the inclusive length range of one argument.
+type argumentLength struct{ min, max int }
+
+var (
+	serviceLength     = argumentLength{2, 63}
+	commitLength      = argumentLength{7, 40}
+	environmentLength = argumentLength{2, 32}
 )
 
 // ReleaseAPI is the part of the Release API contract this family uses
@@ -112,13 +125,14 @@ func (f *Family) Prepare(_ context.Context, _ tools.Caller, raw json.RawMessage)
 	for _, c := range []struct {
 		name, value string
 		pattern     *regexp.Regexp
+		length      argumentLength
 		shape       string
 	}{
-		{"service", a.Service, servicePattern, "2-63 characters of a-z 0-9 -, starting with a letter"},
-		{"commit", a.Commit, commitPattern, "7-40 lowercase hex digits"},
-		{"environment", a.Environment, environmentPattern, "2-32 characters of a-z 0-9 -, starting with a letter"},
+		{"service", a.Service, servicePattern, serviceLength, "2-63 characters of a-z 0-9 -, starting with a letter"},
+		{"commit", a.Commit, commitPattern, commitLength, "7-40 lowercase hex digits"},
+		{"environment", a.Environment, environmentPattern, environmentLength, "2-32 characters of a-z 0-9 -, starting with a letter"},
 	} {
-		if !c.pattern.MatchString(c.value) {
+		if len(c.value) < c.length.min || len(c.value) > c.length.max || !c.pattern.MatchString(c.value) {
 			return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%s must be %s", c.name, c.shape)
 		}
 	}

@@ -12,11 +12,11 @@ const operationIDDescription = "Your key for this intent: choose it before the f
 // InputSchema is create_deployment_ticket's input (Args).
 func InputSchema() string {
 	return toolschema.Of[Args](
-		toolschema.Property("service", toolschema.Length(2, 63), toolschema.Pattern(servicePattern.String()),
+		toolschema.Property("service", toolschema.Length(serviceLength.min, serviceLength.max), toolschema.Pattern(servicePattern.String()),
 			toolschema.Describe("Service to deploy, e.g. payments-api.")),
-		toolschema.Property("commit", toolschema.Length(7, 40), toolschema.Pattern(commitPattern.String()),
+		toolschema.Property("commit", toolschema.Length(commitLength.min, commitLength.max), toolschema.Pattern(commitPattern.String()),
 			toolschema.Describe("Commit SHA (7-40 lowercase hex).")),
-		toolschema.Property("environment", toolschema.Length(2, 32), toolschema.Pattern(environmentPattern.String()),
+		toolschema.Property("environment", toolschema.Length(environmentLength.min, environmentLength.max), toolschema.Pattern(environmentPattern.String()),
 			toolschema.Describe("Target environment, e.g. production-eu.")),
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
 	)
