@@ -3,7 +3,7 @@
 // process) by default, or the engine named by the environment:
 //
 //	INTENTGATE_DYNAMODB_ENDPOINT=http://localhost:4566  LocalStack or any endpoint (Kind "external" unless INTENTGATE_ENGINE_KIND says otherwise)
-//	INTENTGATE_ENGINE_KIND=dynamodb                      real DynamoDB with the ambient AWS credentials
+//	INTENTGATE_ENGINE_KIND=dynamodb                      real DynamoDB with the credentials in the environment (store.LoadAWSConfig)
 //
 // The local stack (infra/devstack, `make run`), the chaos campaign and the
 // engine benchmark use it directly; tests reach it through

@@ -3,38 +3,63 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // ClientConfig selects the DynamoDB-compatible engine. An empty Endpoint
-// means the SDK's own resolution (real AWS with the ambient credentials).
+// means real AWS, with the credentials in the environment.
 type ClientConfig struct {
 	Endpoint string // INTENTGATE_DYNAMODB_ENDPOINT: moto, LocalStack, or empty for AWS
 	Region   string // AWS_REGION; defaults to us-east-1
 }
 
-// LoadAWSConfig loads the AWS configuration that reaches the engine cc
+// Environment variables holding the credentials for real AWS: the ones
+// Lambda sets from the function's execution role.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken    = "AWS_SESSION_TOKEN"
+)
+
+// LoadAWSConfig builds the AWS configuration that reaches the engine cc
 // names. With an endpoint override, static dummy credentials are used,
 // because local engines accept any signature but the SDK refuses to sign
-// without one.
-func LoadAWSConfig(ctx context.Context, cc ClientConfig) (aws.Config, error) {
+// without one. Without one, the credentials are the environment's, which
+// is where Lambda puts the execution role's.
+//
+// It deliberately does not use the SDK's shared-config loader
+// (aws-sdk-go-v2/config): linking it brings the STS, SSO, SSO OIDC and
+// sign-in clients and their package init, and running it reads the shared
+// config files, together about a fifth of the MCP function's cold-start
+// CPU, for credential sources a Lambda function never uses. Elsewhere,
+// export the credentials into the environment (for a profile:
+// eval "$(aws configure export-credentials --format env)"), or embed the
+// application with a client built from a config of your own.
+func LoadAWSConfig(_ context.Context, cc ClientConfig) (aws.Config, error) {
 	region := cc.Region
 	if region == "" {
 		region = "us-east-1"
 	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	// The SDK's own default client, as its config loader would set it:
+	// NewClient and the app wrap it (ClosedBodySafeHTTPClient).
+	cfg := aws.Config{Region: region, HTTPClient: awshttp.NewBuildableClient()}
 	if cc.Endpoint != "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.NewCredentialsCache(
-			credentials.NewStaticCredentialsProvider("local", "local", ""))))
+		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("local", "local", ""))
+		return cfg, nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	keyID, secret := os.Getenv(EnvAccessKeyID), os.Getenv(EnvSecretAccessKey)
+	if keyID == "" || secret == "" {
+		return aws.Config{}, fmt.Errorf("aws credentials: %s and %s must be set for real AWS "+
+			"(Lambda sets them from the execution role; elsewhere export them, e.g. "+
+			`eval "$(aws configure export-credentials --format env)"), or set an endpoint for a local engine`,
+			EnvAccessKeyID, EnvSecretAccessKey)
 	}
+	cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, os.Getenv(EnvSessionToken)))
 	return cfg, nil
 }
 
