@@ -8,10 +8,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -51,7 +53,17 @@ func run() error {
 		return err
 	}
 	if lambdahttp.UnderLambda() {
-		lambda.StartWithOptions(afterFirstAnswer(lambdahttp.Handler(h, a.LambdaOptions()), restoreGC), lambda.WithContext(ctx))
+		handle := lambdahttp.Handler(h, a.LambdaOptions())
+		// With a memory limit (the template sets GOMEMLIMIT under the
+		// function's memory) the collector stays off and the limit alone
+		// triggers it: an instance serves one request at a time and its
+		// live heap is a small fraction of the limit, so collections are
+		// rare instead of every few megabytes. Without one, it comes back
+		// after the first answer.
+		if !memoryLimitInForce() {
+			handle = afterFirstAnswer(handle, restoreGC)
+		}
+		lambda.StartWithOptions(handle, lambda.WithContext(ctx))
 		return nil
 	}
 	restoreGC()
@@ -59,12 +71,24 @@ func run() error {
 	return lambdahttp.Serve(h, a.LambdaOptions(), cfg.ListenAddr)
 }
 
-// afterFirstAnswer runs then once, after handle has answered its first
-// invocation.
+// afterFirstAnswer runs then once, when the second invocation arrives: the
+// first answer has been sent by then. (A deferred call would run before the
+// runtime posts the answer, and restoring the collector there started a
+// cycle inside the first answer.)
 func afterFirstAnswer(handle lambdahttp.LambdaHandler, then func()) lambdahttp.LambdaHandler {
+	var answered atomic.Bool
 	var once sync.Once
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		defer once.Do(then)
+		if answered.Load() {
+			once.Do(then)
+		}
+		defer answered.Store(true)
 		return handle(ctx, ev)
 	}
+}
+
+// memoryLimitInForce reports whether the Go runtime has a soft memory limit
+// (GOMEMLIMIT or debug.SetMemoryLimit).
+func memoryLimitInForce() bool {
+	return debug.SetMemoryLimit(-1) != math.MaxInt64
 }

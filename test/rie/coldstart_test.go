@@ -62,7 +62,7 @@ func TestColdStartSideBySide(t *testing.T) {
 			st := results[fn.name]
 			fnEnv := env
 			if fn.name == "bare go-sdk" {
-				fnEnv = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "baremcp", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30"}
+				fnEnv = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "baremcp", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30", "GOMEMLIMIT": "200MiB"}
 			}
 			em := startEmulator(t, b.emulator, fn.bin, fnEnv)
 			start := time.Now()

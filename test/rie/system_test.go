@@ -127,8 +127,10 @@ func newSystem(t *testing.T) system {
 		"INTENTGATE_RELEASE_API_URL": releaseSrv.URL,
 		"INTENTGATE_RELEASE_API_KEY": releaseAPIKey,
 		"INTENTGATE_DEPLOY_GRANTS":   deployGrants,
+		// As template.yaml sets it under the function's 256 MB.
+		"GOMEMLIMIT": "200MiB",
 	}
-	// Real DynamoDB (INTENTGATE_ENGINE_KIND=dynamodb) needs the ambient credentials.
+	// Real DynamoDB (INTENTGATE_ENGINE_KIND=dynamodb) needs the credentials in the environment.
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
