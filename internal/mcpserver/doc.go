@@ -30,7 +30,10 @@
 // # What this package adds
 //
 //   - Argument validation we own: tools are registered with the low-level
-//     Server.AddTool, schemas are resolved once with jsonschema-go, and bad
+//     Server.AddTool, each tool's schemas are resolved once with
+//     jsonschema-go, on its first call (New checks only their shape, so a
+//     cold start answering tools/list resolves nothing; ResolveSchemas
+//     lets a test find an unresolvable schema ahead of time), and bad
 //     arguments (schema violations, duplicate keys, non-object arguments,
 //     more than one Idempotency-Key header) become an isError result with
 //     code INVALID_ARGUMENT and a short message naming the field, never a
