@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/auth/issuer"
+)
+
+// BenchmarkHandlerBuild prints the in-process part of an MCP cold start:
+// the configuration read, Build, Handler (JWKS fetch included, from a local
+// issuer) and the first tools/list, both families configured. Nothing in it
+// reaches DynamoDB, so the engine's endpoint is never called.
+//
+//	env -u AWS_CA_BUNDLE GOGC=off go test -run '^$' -bench '^BenchmarkHandlerBuild$' ./internal/app/
+func BenchmarkHandlerBuild(b *testing.B) {
+	iss, err := issuer.New("http://issuer.invalid")
+	require.NoError(b, err)
+	jwks := httptest.NewServer(iss.Handler())
+	b.Cleanup(jwks.Close)
+	const resource = "https://mcp.example.com/mcp"
+	token, err := iss.Mint(issuer.Claims{Subject: "u1", ClientID: "bench-client", Audience: resource, MerchantID: "M1"})
+	require.NoError(b, err)
+	env := mapLookup(map[string]string{
+		"INTENTGATE_TABLE": "bench", "INTENTGATE_DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AWS_REGION": "eu-west-1",
+		"INTENTGATE_RISK_API_URL": "http://127.0.0.1:1", "INTENTGATE_RISK_API_KEY": "k",
+		"INTENTGATE_RELEASE_API_URL": "http://127.0.0.1:1", "INTENTGATE_RELEASE_API_KEY": "k",
+		"INTENTGATE_JWT_ISSUER": iss.URL(), "INTENTGATE_JWKS_URL": jwks.URL + issuer.JWKSPath,
+		"INTENTGATE_RESOURCE_URL": resource,
+	})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg, err := FromEnv(env)
+		require.NoError(b, err)
+		a, err := Build(ctx, cfg, Options{Out: io.Discard})
+		require.NoError(b, err)
+		h, err := a.Handler(ctx)
+		require.NoError(b, err)
+		body := toolsList(b, h, token)
+		require.Contains(b, body, `"create_deployment_ticket"`)
+		require.NoError(b, a.Close(ctx))
+	}
+}
+
+// toolsList serves one tools/list to h as the bearer of token and returns
+// the response body.
+func toolsList(tb testing.TB, h http.Handler, token string) string {
+	tb.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(tb, http.StatusOK, rec.Code, rec.Body.String())
+	return rec.Body.String()
+}
