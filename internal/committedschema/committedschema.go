@@ -6,7 +6,7 @@
 // be exactly what its generator makes of them, and rewrites the files on
 // request (UpdateEnv).
 //
-// Only tests import this package: it links "testing".
+// Only tests import this package.
 package committedschema
 
 import (
@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,8 +25,10 @@ import (
 // comparing them.
 const UpdateEnv = "INTENTGATE_UPDATE_SCHEMAS"
 
-// RegenerateCommand rewrites every committed schema from the Go types.
-const RegenerateCommand = UpdateEnv + "=1 go test ./internal/... -run TestCommittedSchemasAreGeneratedFromTheTypes"
+// RegenerateCommand rewrites every committed schema from the Go types: it
+// runs each package's TestCommittedSchemasAreGeneratedFromTheTypes with
+// UpdateEnv=1.
+const RegenerateCommand = "make schemas"
 
 // Schema is one committed schema file, what generates it from the types
 // and what its package serves.
@@ -56,12 +57,20 @@ func Format(generated string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// T is what Require needs of a *testing.T.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	FailNow()
+}
+
 // Require fails t unless every schema's committed file is exactly what
 // Generate makes of the types, what the package serves is byte for byte
 // the generated schema, and Dir holds no other JSON file. With UpdateEnv=1
 // it writes the files (and removes the others) instead; the package then
 // serves them from its next build.
-func Require(t *testing.T, schemas ...Schema) {
+func Require(t T, schemas ...Schema) {
 	t.Helper()
 	update := os.Getenv(UpdateEnv) == "1"
 	listed := make([]string, 0, len(schemas))
