@@ -77,8 +77,12 @@ func TestAnEditNamingAnUnknownPropertyPanics(t *testing.T) {
 	})
 }
 
+// Whitespace inside strings, escaped quotes and a string ending in a
+// backslash are kept; only the indentation goes.
 func TestACommittedSchemaIsServedAsTheBytesOfGenerated(t *testing.T) {
-	generated := toolschema.Of[example](toolschema.Property("id", toolschema.Pattern("^<&>$")))
+	generated := toolschema.Of[example](
+		toolschema.Property("id", toolschema.Pattern("^<&>\t$"), toolschema.Describe("a \"quoted\" word,\n\ttabbed, ends in \\")),
+		toolschema.Property("state", toolschema.Describe(`\" }, { "not": "a key" }`)))
 	text, err := committedschema.Format(generated)
 	require.NoError(t, err)
 	files := fstest.MapFS{"schemas/example.input.json": {Data: text}}
