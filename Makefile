@@ -36,7 +36,7 @@ CLIENTS_VENV := .venv-clients
 CLIENTS_VENV_STAMP := $(CLIENTS_VENV)/.installed
 NPM ?= npm
 
-.PHONY: help venv test fmt-check vet go-test test-engine run build engine clean distclean template rie
+.PHONY: help venv test fmt-check vet schemas go-test test-engine run build engine clean distclean template rie
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,14 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted
 
 vet: ## go vet ./...
 	$(GO) vet ./...
+
+# Tools serve schemas committed as JSON under <package>/schemas/, generated
+# from the Go types (internal/committedschema); each such package's
+# TestCommittedSchemasAreGeneratedFromTheTypes fails `make test` when one is
+# stale and rewrites them here. Some of these packages start the engine.
+schemas: $(VENV_STAMP) ## Regenerate the committed tool schemas (<package>/schemas/*.json) from the Go types
+	INTENTGATE_UPDATE_SCHEMAS=1 $(GO) test -count=1 -run '^TestCommittedSchemasAreGeneratedFromTheTypes$$' \
+		$$(find internal -type d -name schemas -printf './%h\n' | sort -u)
 
 # Without an engine setting this falls back to the local moto engine.
 test-engine: $(if $(INTENTGATE_DYNAMODB_ENDPOINT)$(INTENTGATE_ENGINE_KIND),,$(VENV_STAMP)) ## Contract + store tests against INTENTGATE_DYNAMODB_ENDPOINT (or INTENTGATE_ENGINE_KIND=dynamodb)

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -143,11 +144,64 @@ func advertisedOutputSchema(own, envelope json.RawMessage) (json.RawMessage, err
 	return out, nil
 }
 
+// The error envelope is generated from ErrorBody ahead of time and
+// committed (schemas/error_envelope.json; TestCommittedSchemasAreGeneratedFromTheTypes
+// keeps it equal to errorEnvelopeSchemaFromType): generating it at start
+// cost a cold start reflection and a marshal of the schema tree. The one
+// part that is configuration, the codes, stands in it as a placeholder.
+//
+//go:embed schemas/error_envelope.json
+var committedSchemas embed.FS
+
+const errorEnvelopeFile = "schemas/error_envelope.json"
+
+// errorCodesPlaceholder is the one code of the committed envelope: where
+// the server's codes (Config.ErrorCodes) go.
+const errorCodesPlaceholder = "ERROR_CODES"
+
+// errorEnvelopeTemplate is the committed envelope, compacted: the bytes
+// errorEnvelopeSchemaFromType generates for the codes [placeholder].
+func errorEnvelopeTemplate() ([]byte, error) {
+	indented, err := committedSchemas.ReadFile(errorEnvelopeFile)
+	if err != nil {
+		return nil, fmt.Errorf("error envelope schema: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, indented); err != nil {
+		return nil, fmt.Errorf("error envelope schema %s: %w", errorEnvelopeFile, err)
+	}
+	return compact.Bytes(), nil
+}
+
 // errorEnvelopeSchema is the JSON Schema of ErrorBody, the structuredContent
-// of every BusinessError result, generated from the type: closed objects,
-// code one of codes, next_action omitted when there is none (never null).
-// Every tool's advertised outputSchema admits it (advertisedOutputSchema).
+// of every BusinessError result: closed objects, code one of codes (at
+// least one), next_action omitted when there is none (never null). Every
+// tool's advertised outputSchema admits it (advertisedOutputSchema). It is
+// the committed envelope with codes in place of the placeholder: byte for
+// byte what errorEnvelopeSchemaFromType(codes) generates.
 func errorEnvelopeSchema(codes []string) (json.RawMessage, error) {
+	if len(codes) == 0 {
+		return nil, fmt.Errorf("error envelope schema: no error codes")
+	}
+	template, err := errorEnvelopeTemplate()
+	if err != nil {
+		return nil, err
+	}
+	placeholder := []byte(`["` + errorCodesPlaceholder + `"]`)
+	before, after, found := bytes.Cut(template, placeholder)
+	if !found || bytes.Contains(after, placeholder) {
+		return nil, fmt.Errorf("error envelope schema %s: want exactly one %s", errorEnvelopeFile, placeholder)
+	}
+	enum, err := json.Marshal(codes)
+	if err != nil {
+		return nil, fmt.Errorf("error envelope schema: %w", err)
+	}
+	return slices.Concat(before, enum, after), nil
+}
+
+// errorEnvelopeSchemaFromType generates the error envelope from ErrorBody
+// with codes: what the committed envelope is made from.
+func errorEnvelopeSchemaFromType(codes []string) (json.RawMessage, error) {
 	s, err := jsonschema.For[ErrorBody](nil)
 	if err != nil {
 		return nil, fmt.Errorf("error envelope schema: %w", err)

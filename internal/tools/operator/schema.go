@@ -1,12 +1,25 @@
 package operator
 
 import (
+	"embed"
+
 	"github.com/intentgate/intentgate/internal/tools/packet"
 	"github.com/intentgate/intentgate/internal/tools/toolschema"
 )
 
 // JSON Schema 2020-12 documents of the operator tools, generated from the
 // types that decode their arguments; both answer with the review packet.
+// They are generated ahead of time and committed under schemas/
+// (toolschema.Committed); TestCommittedSchemasAreGeneratedFromTheTypes
+// keeps them equal to what the ...FromTypes functions generate.
+//
+//go:embed schemas/*.json
+var committedSchemas embed.FS
+
+const (
+	getOperationInputSchemaFile = "schemas/" + packet.ToolGetOperation + ".input.json"
+	resolveInputSchemaFile      = "schemas/" + packet.ToolResolveOperation + ".input.json"
+)
 
 const operationIDDescription = "Your key for this intent: choose it before the first attempt and reuse it on every retry. A new id means a new intent."
 
@@ -35,6 +48,10 @@ type ResolveArgs struct {
 
 // GetOperationInputSchema is get_operation's input (GetArgs).
 func GetOperationInputSchema() string {
+	return toolschema.Committed(committedSchemas, getOperationInputSchemaFile)
+}
+
+func getOperationInputSchemaFromTypes() string {
 	return toolschema.Of[GetArgs](
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
 		toolschema.Property("handle", toolschema.Handle(), toolschema.Describe(handleDescription)),
@@ -45,6 +62,10 @@ func GetOperationInputSchema() string {
 // ResolveInputSchema is resolve_operation's input (ResolveArgs; operators
 // only).
 func ResolveInputSchema() string {
+	return toolschema.Committed(committedSchemas, resolveInputSchemaFile)
+}
+
+func resolveInputSchemaFromTypes() string {
 	return toolschema.Of[ResolveArgs](
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
 		toolschema.Property("handle", toolschema.Handle(), toolschema.Describe(handleDescription)),

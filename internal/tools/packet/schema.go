@@ -1,12 +1,27 @@
 package packet
 
-import "github.com/intentgate/intentgate/internal/tools/toolschema"
+import (
+	"embed"
 
-// OutputSchema is the JSON Schema 2020-12 of get_operation's
-// structuredContent, generated from Packet: every field is typed and
-// required (absent evidence is null, not missing); additionalProperties is
-// false throughout.
-func OutputSchema() string {
+	"github.com/intentgate/intentgate/internal/tools/toolschema"
+)
+
+// The schema is generated ahead of time and committed under schemas/
+// (toolschema.Committed); TestCommittedSchemasAreGeneratedFromTheTypes
+// keeps it equal to what outputSchemaFromTypes generates.
+//
+//go:embed schemas/*.json
+var committedSchemas embed.FS
+
+const outputSchemaFile = "schemas/" + ToolGetOperation + ".output.json"
+
+// OutputSchema is the JSON Schema 2020-12 of get_operation's (and
+// resolve_operation's) structuredContent, generated from Packet: every
+// field is typed and required (absent evidence is null, not missing);
+// additionalProperties is false throughout.
+func OutputSchema() string { return toolschema.Committed(committedSchemas, outputSchemaFile) }
+
+func outputSchemaFromTypes() string {
 	return toolschema.Of[Packet](
 		toolschema.Property("operation_id", toolschema.Length(8, 128),
 			toolschema.Describe("Your own key for the operation; null when it belongs to another client (use handle).")),

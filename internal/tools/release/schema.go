@@ -1,16 +1,36 @@
 package release
 
-import "github.com/intentgate/intentgate/internal/tools/toolschema"
+import (
+	"embed"
+
+	"github.com/intentgate/intentgate/internal/tools/toolschema"
+)
 
 // JSON Schema 2020-12 documents of this family's tools, generated from the
 // types that decode and encode them. Input schemas are closed
 // ("additionalProperties": false); Prepare enforces the same rules again,
 // so a caller that bypasses the schema gains nothing.
+//
+// They are generated ahead of time and committed under schemas/
+// (toolschema.Committed); TestCommittedSchemasAreGeneratedFromTheTypes
+// keeps them equal to what the ...FromTypes functions generate.
+//
+//go:embed schemas/*.json
+var committedSchemas embed.FS
+
+const (
+	inputSchemaFile         = "schemas/" + ToolCreate + ".input.json"
+	outputSchemaFile        = "schemas/" + ToolCreate + ".output.json"
+	approveInputSchemaFile  = "schemas/" + ToolApprove + ".input.json"
+	approveOutputSchemaFile = "schemas/" + ToolApprove + ".output.json"
+)
 
 const operationIDDescription = "Your key for this intent: choose it before the first attempt and reuse it on every retry. A new id means a new intent."
 
 // InputSchema is create_deployment_ticket's input (Args).
-func InputSchema() string {
+func InputSchema() string { return toolschema.Committed(committedSchemas, inputSchemaFile) }
+
+func inputSchemaFromTypes() string {
 	return toolschema.Of[Args](
 		toolschema.Property("service", toolschema.Length(serviceLength.min, serviceLength.max), toolschema.Pattern(servicePattern.String()),
 			toolschema.Describe("Service to deploy, e.g. payments-api.")),
@@ -23,7 +43,9 @@ func InputSchema() string {
 }
 
 // OutputSchema is create_deployment_ticket's structuredContent (Result).
-func OutputSchema() string {
+func OutputSchema() string { return toolschema.Committed(committedSchemas, outputSchemaFile) }
+
+func outputSchemaFromTypes() string {
 	return toolschema.Of[Result](
 		toolschema.Property("ticket_handle", toolschema.Handle()),
 		toolschema.Property("status", toolschema.State()),
@@ -41,6 +63,10 @@ type ApproveArgs struct {
 
 // ApproveInputSchema is approve_rollout's input (ApproveArgs).
 func ApproveInputSchema() string {
+	return toolschema.Committed(committedSchemas, approveInputSchemaFile)
+}
+
+func approveInputSchemaFromTypes() string {
 	return toolschema.Of[ApproveArgs](
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
 		toolschema.Property("ticket_handle", toolschema.Handle(), toolschema.Describe("The operation's public handle (ticket_handle).")),
@@ -50,6 +76,10 @@ func ApproveInputSchema() string {
 
 // ApproveOutputSchema is approve_rollout's structuredContent (Approval).
 func ApproveOutputSchema() string {
+	return toolschema.Committed(committedSchemas, approveOutputSchemaFile)
+}
+
+func approveOutputSchemaFromTypes() string {
 	return toolschema.Of[Approval](
 		toolschema.Property("operation_id", toolschema.Describe("Your own key for the ticket operation; null when it is another client's.")),
 		toolschema.Property("ticket_id", toolschema.MinLength(1)),

@@ -6,11 +6,19 @@
 // "exactly one of") is added by edits naming the property, and the
 // vocabularies shared by every tool (states, outcomes, operation_id,
 // handles) are defined once here, from internal/operation.
+//
+// Tools serve their schemas from files generated this way ahead of time
+// and committed next to them (Committed): generating a schema at run time
+// costs reflection and a marshal of the schema tree, most of what building
+// the tool set cost a cold start. Each package's
+// TestCommittedSchemasAreGeneratedFromTheTypes requires the files to be
+// what Of makes of the types today (internal/committedschema).
 package toolschema
 
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -37,6 +45,46 @@ func Of[T any](edits ...Edit) string {
 		panic(fmt.Sprintf("toolschema: encoding the schema of %T: %v", *new(T), err))
 	}
 	return string(data)
+}
+
+// Committed is the schema committed as file in files (a package's embedded
+// schemas directory), compacted: byte for byte what Of generated when the
+// file was written. It panics on a missing file: a programming error found
+// by any test that builds the tool.
+func Committed(files fs.FS, file string) string {
+	indented, err := fs.ReadFile(files, file)
+	if err != nil {
+		panic(fmt.Sprintf("toolschema: committed schema: %v", err))
+	}
+	return compact(indented)
+}
+
+// compact drops the whitespace between the tokens of JSON text. It does not
+// check the syntax as json.Compact does, at several times the speed: a
+// committed file is json.Indent's output, checked by its package's test,
+// and the server parses every schema it registers.
+func compact(text []byte) string {
+	out := make([]byte, 0, len(text))
+	inString, escaped := false, false
+	for _, c := range text {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			continue
+		}
+		out = append(out, c)
+	}
+	return string(out)
 }
 
 // Property applies edits to the named property.

@@ -3,10 +3,12 @@ package toolschema_test
 import (
 	"encoding/json"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/intentgate/intentgate/internal/committedschema"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools/toolschema"
 )
@@ -72,5 +74,23 @@ func TestEditsSayWhatTheTypeCannot(t *testing.T) {
 func TestAnEditNamingAnUnknownPropertyPanics(t *testing.T) {
 	assert.PanicsWithValue(t, `toolschema: no property "nope"`, func() {
 		toolschema.Of[example](toolschema.Property("nope", toolschema.Describe("x")))
+	})
+}
+
+// Whitespace inside strings, escaped quotes and a string ending in a
+// backslash are kept; only the indentation goes.
+func TestACommittedSchemaIsServedAsTheBytesOfGenerated(t *testing.T) {
+	generated := toolschema.Of[example](
+		toolschema.Property("id", toolschema.Pattern("^<&>\t$"), toolschema.Describe("a \"quoted\" word,\n\ttabbed, ends in \\")),
+		toolschema.Property("state", toolschema.Describe(`\" }, { "not": "a key" }`)))
+	text, err := committedschema.Format(generated)
+	require.NoError(t, err)
+	files := fstest.MapFS{"schemas/example.input.json": {Data: text}}
+	assert.Equal(t, generated, toolschema.Committed(files, "schemas/example.input.json"))
+}
+
+func TestAMissingCommittedSchemaPanics(t *testing.T) {
+	assert.PanicsWithValue(t, "toolschema: committed schema: open schemas/nope.json: file does not exist", func() {
+		toolschema.Committed(fstest.MapFS{}, "schemas/nope.json")
 	})
 }
