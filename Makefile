@@ -23,7 +23,7 @@ MODULE := github.com/intentgate/intentgate
 TEST_EXTRA_DEPS ?= template
 
 # Directories gofmt must not walk into.
-GOFMT_PRUNE := -path ./.git -o -path ./$(VENV) -o -path ./$(TOOLS_VENV) -o -path ./.build \
+GOFMT_PRUNE = -path ./.git -o -path ./$(VENV) -o -path ./$(TOOLS_VENV) -o -path ./.build \
 	-o -path ./.aws-sam -o -path ./.devstack -o -path ./node_modules -o -path ./$(CLIENTS_VENV) -o -path ./$(CLIENTS_DIR)/node_modules
 
 LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath
