@@ -144,7 +144,7 @@ func (rec *callRecord) withOperation(op operation.Operation) {
 	if op.Handle == "" {
 		return
 	}
-	rec.OperationHash = obs.HashID(op.Key.ClientID+"|"+op.Key.Tool, op.Key.OperationID)
+	rec.OperationHash = obs.OperationHash(op.Key)
 	rec.BusinessKey, rec.ArgumentDigest = op.BusinessKey, op.RequestDigest
 	rec.Status, rec.Outcome = string(op.State), string(op.Outcome)
 }

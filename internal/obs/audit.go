@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 // Audit record kinds.
@@ -34,7 +36,7 @@ const (
 type AuditRecord struct {
 	Kind              string        // KindToolCall, KindTransition, KindReconcile, KindAuthReject
 	RequestID         string        // per-request id (API Gateway / Lambda request id)
-	OperationHash     string        // HashID of the scoped operation_id; never the raw key
+	OperationHash     string        // OperationHash of the request key; never the raw key
 	BusinessKey       string        // the invariant key, e.g. order+type+generation
 	Tool              string        // MCP tool name
 	ClientPrincipal   string        // which MCP client (token client_id / azp)
@@ -174,8 +176,9 @@ const hashIDPrefix = "h:"
 // HashID returns "h:" + the first 16 hex digits of SHA-256(scope, 0x00, id).
 // It lets an operator correlate records about one operation (hash the key a
 // client reports and search for it) without the log revealing the caller's
-// key. Scope is what the key is scoped by (e.g. client principal and tool),
-// so equal keys from different clients do not correlate. This is
+// key. Scope is what the key is scoped by (for an operation_id: client
+// principal, tenant and tool, see OperationHash), so equal keys from
+// different scopes do not correlate. This is
 // pseudonymisation, not secrecy: someone who can guess a low-entropy key can
 // confirm it; operation ids are expected to be random (UUIDs).
 func HashID(scope, id string) string {
@@ -184,6 +187,15 @@ func HashID(scope, id string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(id))
 	return hashIDPrefix + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// OperationHash is the operation_hash of the audit records about the
+// operation keyed by k: its operation_id hashed under its whole scope
+// (client, tenant and tool; operation.RequestKey.Scope), so two tenants
+// whose assistants share one client and one operation_id never correlate
+// as one operation. Every record writer uses this, never its own scope.
+func OperationHash(k operation.RequestKey) string {
+	return HashID(k.Scope(), k.OperationID)
 }
 
 func isHashID(s string) bool {

@@ -378,7 +378,7 @@ func (s *Service) audit(ctx context.Context, before, after operation.Operation, 
 	}
 	s.cfg.Auditor.Record(ctx, obs.AuditRecord{
 		Kind:             obs.KindReconcile,
-		OperationHash:    obs.HashID(before.Key.ClientID+"|"+before.Key.Tool, before.Key.OperationID),
+		OperationHash:    obs.OperationHash(before.Key),
 		BusinessKey:      before.BusinessKey,
 		Tool:             before.Key.Tool,
 		ClientPrincipal:  before.Key.ClientID,

@@ -1,0 +1,74 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/sim/riskapi"
+	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
+)
+
+// auditLines decodes the audit records (tool calls, transitions,
+// reconciler decisions) in the stack's output.
+func auditLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, `"operation_hash"`) {
+			continue
+		}
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// Item: an auditor joining records on operation_hash never merges two
+// tenants' operations, even when their assistants share one MCP client and
+// chose the same operation_id: the write path's tool call and transition
+// records and the reconciler's decisions each correlate per tenant.
+func TestTwoTenantsWithOneClientAndOneOperationIDAuditAsTwoOperations(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 1, nil, stack.Config{Clock: clock.Now})
+	require.Equal(t, persona("ALICE").ClientID, persona("BOB").ClientID, "the scenario needs one shared MCP client")
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 2}}}))
+	const opID = "op-audit-tenant-01"
+	for _, c := range []struct{ persona, order string }{{"ALICE", "O20260728011"}, {"BOB", "O20260728061"}} {
+		cs := connect(t, h.MCPURLs[0], h.token(t, c.persona), protocolNew)
+		res, _ := call(t, cs, riskreview.ToolRequest, reviewArgs(c.order, "chargeback pattern", opID))
+		require.Equal(t, "UNKNOWN", res["status"], "%s: %v", c.persona, res)
+	}
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Transitions, "the reconciler settled both")
+
+	hashes := map[string]map[string]bool{} // end user -> operation_hash values
+	kinds := map[string]map[string]bool{}  // end user -> record kinds seen
+	for _, rec := range auditLines(t, h.out.String()) {
+		user, _ := rec["end_user_principal"].(string)
+		if hashes[user] == nil {
+			hashes[user], kinds[user] = map[string]bool{}, map[string]bool{}
+		}
+		hashes[user][rec["operation_hash"].(string)] = true
+		kinds[user][rec["kind"].(string)] = true
+	}
+	for _, user := range []string{"alice", "bob"} {
+		assert.Equal(t, map[string]bool{"tool_call": true, "transition": true, "reconcile": true}, kinds[user],
+			"%s: the write path and the reconciler both recorded", user)
+		assert.Len(t, hashes[user], 1, "%s: one operation, one operation_hash on every record", user)
+	}
+	for hash := range hashes["alice"] {
+		assert.NotContains(t, hashes["bob"], hash, "Alice's (M1) and Bob's (M2) operations never correlate as one")
+	}
+}
