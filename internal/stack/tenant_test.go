@@ -12,6 +12,8 @@ import (
 
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/tools/packet"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -71,4 +73,47 @@ func TestTwoTenantsWithOneClientAndOneOperationIDAuditAsTwoOperations(t *testing
 	for hash := range hashes["alice"] {
 		assert.NotContains(t, hashes["bob"], hash, "Alice's (M1) and Bob's (M2) operations never correlate as one")
 	}
+}
+
+// Item: a caller of another tenant on the same MCP client who may see an
+// operation (here a team granted the same service) is never shown the
+// creator's operation_id, and is never told to read the operation by it:
+// under the caller's own scope that key names another operation (here the
+// caller's own ticket for another commit), or none.
+func TestOperationOfAnotherTenantOnTheSameClientIsNamedByHandleNotByItsKey(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 1, map[string]string{
+		"INTENTGATE_DEPLOY_GRANTS": stack.DeployGrants + ";team-platform=payments-api",
+	}, stack.Config{Clock: clock.Now, ReleaseSearchLag: searchLag})
+	dana := connect(t, h.MCPURLs[0], h.token(t, "DEPLOYER"), protocolNew)
+	samPersona := persona("DEPLOYER")
+	samPersona.Subject, samPersona.Merchant = "sam", "team-platform" // same client, another team granted the service
+	samToken, err := h.Token(samPersona, time.Hour)
+	require.NoError(t, err)
+	sam := connect(t, h.MCPURLs[0], samToken, protocolNew)
+
+	const danasKey = "deploy-op-tenant-0001"
+	danas, isErr := call(t, dana, release.ToolCreate, ticketArgs("8bc911d", danasKey))
+	require.False(t, isErr, danas)
+	// Sam's own ticket for another commit, under the key Dana chose.
+	sams, isErr := call(t, sam, release.ToolCreate, ticketArgs("9cd022e", danasKey))
+	require.False(t, isErr, sams)
+	require.NotEqual(t, danas["ticket_handle"], sams["ticket_handle"], "one key, two tenants: two operations")
+
+	dedup, isErr := call(t, sam, release.ToolCreate, ticketArgs("8bc911d", "deploy-op-tenant-0002"))
+	require.False(t, isErr, dedup)
+	require.Equal(t, true, dedup["deduplicated"])
+	require.Equal(t, danas["ticket_handle"], dedup["ticket_handle"])
+	assert.Nil(t, dedup["operation_id"], "Dana's key is not Sam's to know")
+	next := dedup["next_action"].(map[string]any)
+	assert.Equal(t, map[string]any{"handle": danas["ticket_handle"]}, next["arguments"], "the operation is named by its handle")
+	followed, isErr := call(t, sam, packet.ToolGetOperation, next["arguments"].(map[string]any))
+	require.False(t, isErr, followed)
+	assert.Equal(t, danas["ticket_handle"], followed["handle"], "following next_action reads the operation it answered with")
+
+	read, isErr := call(t, sam, packet.ToolGetOperation, map[string]any{"handle": danas["ticket_handle"]})
+	require.False(t, isErr, read)
+	assert.Nil(t, read["operation_id"], "the review packet shows the viewer's own key only")
+	approved, _ := call(t, sam, release.ToolApprove, map[string]any{"ticket_handle": danas["ticket_handle"]})
+	assert.NotEqual(t, danasKey, approved["operation_id"], "approve_rollout shows the viewer's own key only: %v", approved)
 }
