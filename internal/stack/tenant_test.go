@@ -117,3 +117,45 @@ func TestOperationOfAnotherTenantOnTheSameClientIsNamedByHandleNotByItsKey(t *te
 	approved, _ := call(t, sam, release.ToolApprove, map[string]any{"ticket_handle": danas["ticket_handle"]})
 	assert.NotEqual(t, danasKey, approved["operation_id"], "approve_rollout shows the viewer's own key only: %v", approved)
 }
+
+// Item: a task is a replay of the call for whoever holds its id, and shows
+// the operation's operation_id only in the key space that chose it. A
+// tenant-mate on another client, whose call was deduplicated onto Alice's
+// unsettled review and so got a task for it, never reads Alice's key there.
+func TestTaskOfADeduplicatedCallShowsOnlyTheViewersOwnKey(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 1, taskKeyEnv, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	aliceTok := h.token(t, "ALICE")
+	carol := persona("ALICE")
+	carol.Subject, carol.ClientID = "carol", "merchant-console" // M1, another MCP client
+	carolTok, err := h.Token(carol, time.Hour)
+	require.NoError(t, err)
+
+	const alicesKey = "op-task-tenant-01"
+	alices := decodeTask(t, rpc(t, h.MCPURLs[0], aliceTok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728042", "dropped", alicesKey)}, true))
+	require.Equal(t, "working", alices.Status)
+	carols := decodeTask(t, rpc(t, h.MCPURLs[0], carolTok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728042", "same order", "op-task-tenant-02")}, true))
+	require.Equal(t, "working", carols.Status, "deduplicated onto Alice's unsettled review, which Carol's merchant may see")
+	require.Equal(t, alices.TaskID, carols.TaskID, "one operation, one task")
+
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+
+	forCarol := decodeTask(t, getTask(t, h.MCPURLs[0], carolTok, carols.TaskID))
+	require.Equal(t, "completed", forCarol.Status, forCarol.StatusMessage)
+	sc := forCarol.Result["structuredContent"].(map[string]any)
+	assert.Equal(t, "SUCCEEDED", sc["status"])
+	assert.NotContains(t, sc, "operation_id", "Alice's key is not another client's to know")
+	status, isErr := call(t, connect(t, h.MCPURLs[0], carolTok, protocolNew), riskreview.ToolStatus, map[string]any{"review_id": sc["review_id"]})
+	require.False(t, isErr, status)
+	assert.NotContains(t, status, "operation_id", "the task reads like the status tool")
+
+	forAlice := decodeTask(t, getTask(t, h.MCPURLs[0], aliceTok, alices.TaskID))
+	assert.Equal(t, alicesKey, forAlice.Result["structuredContent"].(map[string]any)["operation_id"], "the creator's replay shows her own key")
+}

@@ -224,9 +224,11 @@ func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (T
 }
 
 // toolsSubmission is op as a replay of its call: what the tool answers
-// for it now.
+// for it now. It names no operation_id: whoever holds the task id reads
+// it (a caller deduplicated onto op too), so the tool shows op's key only
+// to a viewer in the key space that chose it (packet.OwnOperationID).
 func toolsSubmission(op operation.Operation) tools.Submission {
-	return tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true}
+	return tools.Submission{Operation: op, Replayed: true}
 }
 
 func (s *Service) timing() Timing {
