@@ -202,7 +202,7 @@ func (g *Gateway) serve(fn toolHandler) func(context.Context, mcpserver.Call) *m
 			rec.Code = string(tools.CodeUnauthenticated)
 			return businessError(tools.CodeUnauthenticated, "authenticate first", false, nil)
 		}
-		rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
+		rec.ClientPrincipal, rec.EndUserPrincipal, rec.Tenant = c.ClientID, c.UserID, c.TenantID
 		return fn(ctx, call, c, rec)
 	}
 }

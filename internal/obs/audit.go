@@ -40,7 +40,8 @@ type AuditRecord struct {
 	BusinessKey       string        // the invariant key, e.g. order+type+generation
 	Tool              string        // MCP tool name
 	ClientPrincipal   string        // which MCP client (token client_id / azp)
-	EndUserPrincipal  string        // on whose behalf (token sub, tenant)
+	EndUserPrincipal  string        // on whose behalf (token sub)
+	Tenant            string        // the merchant or team the end user acts for (token); subs are not unique across tenants
 	PolicyDecision    string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
 	ArgumentDigest    string        // request_digest (SHA-256 of canonical arguments)
 	Status            string        // operation status after the call/transition
@@ -66,6 +67,7 @@ const (
 	keyTool              = "tool"
 	keyClientPrincipal   = "client_principal"
 	keyEndUserPrincipal  = "end_user_principal"
+	keyTenant            = "tenant"
 	keyPolicyDecision    = "policy_decision"
 	keyArgumentDigest    = "argument_digest"
 	keyStatus            = "status"
@@ -124,7 +126,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	if a == nil {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 21)
+	attrs := make([]slog.Attr, 0, 22)
 	str := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -147,6 +149,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	str(keyTool, r.Tool)
 	str(keyClientPrincipal, r.ClientPrincipal)
 	str(keyEndUserPrincipal, r.EndUserPrincipal)
+	str(keyTenant, r.Tenant)
 	str(keyPolicyDecision, r.PolicyDecision)
 	str(keyArgumentDigest, r.ArgumentDigest)
 	str(keyStatus, r.Status)

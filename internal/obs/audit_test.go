@@ -111,7 +111,7 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"Kind", "RequestID", "OperationHash", "BusinessKey", "Tool", "ClientPrincipal",
-		"EndUserPrincipal", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
+		"EndUserPrincipal", "Tenant", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
 		"FromState", "ToState", "Event", "DownstreamLatency", "ErrorClass", "ProbeCount",
 		"ClaimResult", "Code", "Deduplicated", "Duration",
 	}, names)

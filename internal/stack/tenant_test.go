@@ -159,3 +159,64 @@ func TestTaskOfADeduplicatedCallShowsOnlyTheViewersOwnKey(t *testing.T) {
 	forAlice := decodeTask(t, getTask(t, h.MCPURLs[0], aliceTok, alices.TaskID))
 	assert.Equal(t, alicesKey, forAlice.Result["structuredContent"].(map[string]any)["operation_id"], "the creator's replay shows her own key")
 }
+
+// Item: audit records name the tenant the end user acted for. Subjects are
+// not unique across tenants (the same sub under another merchant is another
+// principal), so client and end user alone would merge two tenants' calls,
+// refusals included, into one principal's.
+func TestAuditRecordsTellTwoTenantsOfOneSubjectApart(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 1, nil, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 2}}}))
+	other := persona("ALICE")
+	other.Merchant = "M2" // same sub, same client, another merchant
+	otherTok, err := h.Token(other, time.Hour)
+	require.NoError(t, err)
+	alice := connect(t, h.MCPURLs[0], h.token(t, "ALICE"), protocolNew)
+	alice2 := connect(t, h.MCPURLs[0], otherTok, protocolNew)
+
+	const opID = "op-audit-tenant-02"
+	res, _ := call(t, alice, riskreview.ToolRequest, reviewArgs("O20260728012", "r", opID))
+	require.Equal(t, "UNKNOWN", res["status"], res)
+	res, _ = call(t, alice2, riskreview.ToolRequest, reviewArgs("O20260728062", "r", opID))
+	require.Equal(t, "UNKNOWN", res["status"], res)
+	refused, _ := call(t, alice2, riskreview.ToolRequest, reviewArgs("O20260728013", "r", "op-audit-tenant-03"))
+	require.Equal(t, "FORBIDDEN", refused["code"])
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+
+	tenantsByHash := map[string]map[any]bool{}
+	kinds := map[string]bool{}
+	var refusals []map[string]any
+	for _, rec := range auditLines(t, h.out.String()) {
+		hash := rec["operation_hash"].(string)
+		if tenantsByHash[hash] == nil {
+			tenantsByHash[hash] = map[any]bool{}
+		}
+		tenantsByHash[hash][rec["tenant"]] = true
+		kinds[rec["kind"].(string)] = true
+	}
+	for _, line := range strings.Split(h.out.String(), "\n") {
+		if strings.Contains(line, `"msg":"audit"`) && strings.Contains(line, `"code":"FORBIDDEN"`) {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec))
+			refusals = append(refusals, rec)
+		}
+	}
+	assert.Equal(t, map[string]bool{"tool_call": true, "transition": true, "reconcile": true}, kinds)
+	require.Len(t, tenantsByHash, 2, "two operations")
+	seen := map[any]bool{}
+	for hash, tenants := range tenantsByHash {
+		assert.Len(t, tenants, 1, "%s: every record of one operation names its one tenant: %v", hash, tenants)
+		for tenant := range tenants {
+			seen[tenant] = true
+		}
+	}
+	assert.Equal(t, map[any]bool{"M1": true, "M2": true}, seen)
+	require.Len(t, refusals, 1)
+	assert.Equal(t, "alice", refusals[0]["end_user_principal"])
+	assert.Equal(t, "M2", refusals[0]["tenant"], "a refusal names whose tenant was refused")
+}
