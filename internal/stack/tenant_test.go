@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/tools/packet"
@@ -219,4 +220,56 @@ func TestAuditRecordsTellTwoTenantsOfOneSubjectApart(t *testing.T) {
 	require.Len(t, refusals, 1)
 	assert.Equal(t, "alice", refusals[0]["end_user_principal"])
 	assert.Equal(t, "M2", refusals[0]["tenant"], "a refusal names whose tenant was refused")
+}
+
+// Item: a caller of another tenant who holds a task id (its call was
+// deduplicated onto the operation, which its grant lets it see) may read
+// the task but not withdraw the operation: seeing is not owning. Only the
+// operation's own end user (tenant and subject) or an operator cancels it.
+func TestAnotherTenantsTaskMayBeReadButNotCancelled(t *testing.T) {
+	clock := newTestClock()
+	env := map[string]string{"INTENTGATE_DEPLOY_GRANTS": stack.DeployGrants + ";team-platform=payments-api"}
+	for k, v := range taskKeyEnv {
+		env[k] = v
+	}
+	h := startStackWith(t, 1, env, stack.Config{Clock: clock.Now, ReleaseSearchLag: searchLag})
+	danaTok := h.token(t, "DEPLOYER")
+	sam := persona("DEPLOYER")
+	sam.Subject, sam.Merchant = "sam", "team-platform" // same client, another team granted the service
+	samTok, err := h.Token(sam, time.Hour)
+	require.NoError(t, err)
+
+	require.NoError(t, h.Release.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateTimeoutBeforeCommit, Times: 1}}}))
+	danas := decodeTask(t, rpc(t, h.MCPURLs[0], danaTok, "tools/call", release.ToolCreate,
+		map[string]any{"name": release.ToolCreate, "arguments": ticketArgs("8bc911d", "deploy-op-cancel-01")}, true))
+	require.Equal(t, "working", danas.Status)
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	// Step the reconciler until it has proven the create absent, and stop
+	// there, before it claims the re-send.
+	retry := danas
+	for range 30 {
+		clock.Advance(2 * time.Second)
+		_, err = svc.Sweep(context.Background())
+		require.NoError(t, err)
+		if retry = decodeTask(t, getTask(t, h.MCPURLs[0], danaTok, danas.TaskID)); !strings.Contains(retry.StatusMessage, "UNKNOWN") {
+			break
+		}
+	}
+	require.Contains(t, retry.StatusMessage, "RETRYABLE", "proven unsent, awaiting the reconciler's re-send")
+
+	sams := decodeTask(t, rpc(t, h.MCPURLs[0], samTok, "tools/call", release.ToolCreate,
+		map[string]any{"name": release.ToolCreate, "arguments": ticketArgs("8bc911d", "deploy-op-cancel-02")}, true))
+	require.Equal(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see")
+	read := decodeTask(t, getTask(t, h.MCPURLs[0], samTok, sams.TaskID))
+	assert.Contains(t, read.StatusMessage, "RETRYABLE")
+
+	refused := rpc(t, h.MCPURLs[0], samTok, "tasks/cancel", sams.TaskID, map[string]any{"taskId": sams.TaskID}, true)
+	require.NotNil(t, refused.Error, "another tenant may not withdraw Dana's team's operation")
+	assert.Equal(t, int64(-32602), refused.Error.Code)
+	still := decodeTask(t, getTask(t, h.MCPURLs[0], danaTok, danas.TaskID))
+	assert.Contains(t, still.StatusMessage, "RETRYABLE", "nothing was withdrawn")
+
+	ack := rpc(t, h.MCPURLs[0], danaTok, "tasks/cancel", danas.TaskID, map[string]any{"taskId": danas.TaskID}, true)
+	assert.Nil(t, ack.Error, "the operation's own end user withdraws it: %+v", ack.Error)
 }
