@@ -16,9 +16,9 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 	return func(ctx context.Context, t tools.TransitionReport) {
 		auditor.Record(ctx, obs.AuditRecord{
 			Kind: obs.KindTransition, RequestID: requestid.From(ctx).Request, Tool: t.Tool,
-			OperationHash: obs.HashID(t.To.Key.ClientID+"|"+t.To.Key.Tool, t.To.Key.OperationID),
+			OperationHash: obs.OperationHash(t.To.Key),
 			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
-			ClientPrincipal: t.To.Key.ClientID, EndUserPrincipal: t.To.EndUserID,
+			ClientPrincipal: t.To.Key.ClientID, EndUserPrincipal: t.To.EndUserID, Tenant: t.To.TenantID,
 			FromState: string(t.From.State), ToState: string(t.To.State), Event: string(t.Event.Type),
 			Status: string(t.To.State), Outcome: string(t.To.Outcome), DownstreamLatency: t.DownstreamLatency,
 			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,

@@ -144,7 +144,7 @@ func (rec *callRecord) withOperation(op operation.Operation) {
 	if op.Handle == "" {
 		return
 	}
-	rec.OperationHash = obs.HashID(op.Key.ClientID+"|"+op.Key.Tool, op.Key.OperationID)
+	rec.OperationHash = obs.OperationHash(op.Key)
 	rec.BusinessKey, rec.ArgumentDigest = op.BusinessKey, op.RequestDigest
 	rec.Status, rec.Outcome = string(op.State), string(op.Outcome)
 }
@@ -202,7 +202,7 @@ func (g *Gateway) serve(fn toolHandler) func(context.Context, mcpserver.Call) *m
 			rec.Code = string(tools.CodeUnauthenticated)
 			return businessError(tools.CodeUnauthenticated, "authenticate first", false, nil)
 		}
-		rec.ClientPrincipal, rec.EndUserPrincipal = c.ClientID, c.UserID
+		rec.ClientPrincipal, rec.EndUserPrincipal, rec.Tenant = c.ClientID, c.UserID, c.TenantID
 		return fn(ctx, call, c, rec)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 // Audit record kinds.
@@ -34,11 +36,12 @@ const (
 type AuditRecord struct {
 	Kind              string        // KindToolCall, KindTransition, KindReconcile, KindAuthReject
 	RequestID         string        // per-request id (API Gateway / Lambda request id)
-	OperationHash     string        // HashID of the scoped operation_id; never the raw key
+	OperationHash     string        // OperationHash of the request key; never the raw key
 	BusinessKey       string        // the invariant key, e.g. order+type+generation
 	Tool              string        // MCP tool name
 	ClientPrincipal   string        // which MCP client (token client_id / azp)
-	EndUserPrincipal  string        // on whose behalf (token sub, tenant)
+	EndUserPrincipal  string        // on whose behalf (token sub)
+	Tenant            string        // the merchant or team the end user acts for (token); subs are not unique across tenants
 	PolicyDecision    string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
 	ArgumentDigest    string        // request_digest (SHA-256 of canonical arguments)
 	Status            string        // operation status after the call/transition
@@ -64,6 +67,7 @@ const (
 	keyTool              = "tool"
 	keyClientPrincipal   = "client_principal"
 	keyEndUserPrincipal  = "end_user_principal"
+	keyTenant            = "tenant"
 	keyPolicyDecision    = "policy_decision"
 	keyArgumentDigest    = "argument_digest"
 	keyStatus            = "status"
@@ -122,7 +126,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	if a == nil {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 21)
+	attrs := make([]slog.Attr, 0, 22)
 	str := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -145,6 +149,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	str(keyTool, r.Tool)
 	str(keyClientPrincipal, r.ClientPrincipal)
 	str(keyEndUserPrincipal, r.EndUserPrincipal)
+	str(keyTenant, r.Tenant)
 	str(keyPolicyDecision, r.PolicyDecision)
 	str(keyArgumentDigest, r.ArgumentDigest)
 	str(keyStatus, r.Status)
@@ -174,8 +179,9 @@ const hashIDPrefix = "h:"
 // HashID returns "h:" + the first 16 hex digits of SHA-256(scope, 0x00, id).
 // It lets an operator correlate records about one operation (hash the key a
 // client reports and search for it) without the log revealing the caller's
-// key. Scope is what the key is scoped by (e.g. client principal and tool),
-// so equal keys from different clients do not correlate. This is
+// key. Scope is what the key is scoped by (for an operation_id: client
+// principal, tenant and tool, see OperationHash), so equal keys from
+// different scopes do not correlate. This is
 // pseudonymisation, not secrecy: someone who can guess a low-entropy key can
 // confirm it; operation ids are expected to be random (UUIDs).
 func HashID(scope, id string) string {
@@ -184,6 +190,15 @@ func HashID(scope, id string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(id))
 	return hashIDPrefix + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// OperationHash is the operation_hash of the audit records about the
+// operation keyed by k: its operation_id hashed under its whole scope
+// (client, tenant and tool; operation.RequestKey.Scope), so two tenants
+// whose assistants share one client and one operation_id never correlate
+// as one operation. Every record writer uses this, never its own scope.
+func OperationHash(k operation.RequestKey) string {
+	return HashID(k.Scope(), k.OperationID)
 }
 
 func isHashID(s string) bool {

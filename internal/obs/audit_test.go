@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 func decodeLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
@@ -109,7 +111,7 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"Kind", "RequestID", "OperationHash", "BusinessKey", "Tool", "ClientPrincipal",
-		"EndUserPrincipal", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
+		"EndUserPrincipal", "Tenant", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
 		"FromState", "ToState", "Event", "DownstreamLatency", "ErrorClass", "ProbeCount",
 		"ClaimResult", "Code", "Deduplicated", "Duration",
 	}, names)
@@ -142,6 +144,18 @@ func TestHashIDIsStableScopedAndShort(t *testing.T) {
 	assert.True(t, isHashID(HashID("x", "y")))
 	assert.False(t, isHashID("h:XYZ"))
 	assert.False(t, isHashID("h:0123456789abcdeg"))
+}
+
+func TestOperationHashIsScopedByClientTenantAndTool(t *testing.T) {
+	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Tool: "request_risk_review", OperationID: "op-00000001"}
+	m2, none, otherTool := m1, m1, m1
+	m2.TenantID, none.TenantID, otherTool.Tool = "M2", "", "create_deployment_ticket"
+	// Golden value, as for HashID: a change breaks correlation with older logs.
+	assert.Equal(t, "h:621abe5df2064f69", OperationHash(m1))
+	assert.Equal(t, OperationHash(m1), OperationHash(m1))
+	assert.NotEqual(t, OperationHash(m1), OperationHash(m2), "two tenants on one client and one operation_id are two operations")
+	assert.NotEqual(t, OperationHash(m1), OperationHash(none), "no tenant is a scope of its own")
+	assert.NotEqual(t, OperationHash(m1), OperationHash(otherTool))
 }
 
 func TestAuditorWritesWholeLinesUnderConcurrency(t *testing.T) {

@@ -99,13 +99,22 @@ func validateToolName(tool string) error {
 	return nil
 }
 
-// Scoped is the unambiguous text form of the key: each part length-prefixed,
-// so no choice of parts can produce another key's text. The "k2" prefix
-// names the scoping scheme (client, tenant, tool): a key text of the
-// earlier client-and-tool scheme can never equal one of these.
+// Scope is the one definition of what an operation_id is scoped by:
+// client principal, tenant and tool, each length-prefixed, so no choice of
+// parts can produce another scope's text. The "k2" prefix names the scheme
+// (client, tenant, tool): a text of the earlier client-and-tool scheme can
+// never equal one of these. Everything that names or correlates a caller's
+// key (the stored key and handle, the audit's operation_hash) derives from
+// it, so none of them can scope the key differently.
+func (k RequestKey) Scope() string {
+	return fmt.Sprintf("k2|%d:%s|%d:%s|%d:%s", len(k.ClientID), k.ClientID, len(k.TenantID), k.TenantID,
+		len(k.Tool), k.Tool)
+}
+
+// Scoped is the unambiguous text form of the key: the operation_id under
+// its Scope (it comes last, so it needs no length prefix).
 func (k RequestKey) Scoped() string {
-	return fmt.Sprintf("k2|%d:%s|%d:%s|%d:%s|%s", len(k.ClientID), k.ClientID, len(k.TenantID), k.TenantID,
-		len(k.Tool), k.Tool, k.OperationID)
+	return k.Scope() + "|" + k.OperationID
 }
 
 // Handle is the public handle of the operation (review_id, the key sent

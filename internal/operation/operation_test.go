@@ -276,6 +276,21 @@ func TestScopedKeysNeverCollideAcrossClientsOrTools(t *testing.T) {
 	assert.NotContains(t, c.Handle(), "op-00000001", "the handle must not reveal the caller's key")
 }
 
+func TestScopeNamesClientTenantAndToolUnambiguously(t *testing.T) {
+	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Tool: "request_risk_review", OperationID: "op-00000001"}
+	m2 := m1
+	m2.TenantID = "M2"
+	none := m1
+	none.TenantID = ""
+	assert.NotEqual(t, m1.Scope(), m2.Scope(), "two tenants on one client are two scopes")
+	assert.NotEqual(t, m1.Scope(), none.Scope(), "no tenant is a scope of its own")
+	assert.NotEqual(t, operation.RequestKey{ClientID: "a|M1", Tool: "t"}.Scope(), operation.RequestKey{ClientID: "a", TenantID: "M1", Tool: "t"}.Scope(),
+		"no choice of client and tenant yields another scope's text")
+	assert.NotContains(t, m1.Scope(), m1.OperationID, "the scope is what the key is scoped by, not the key")
+	assert.Equal(t, m1.Scope()+"|"+m1.OperationID, m1.Scoped(), "the stored key is the key under its scope")
+	assert.Equal(t, "op_worfizsyuv3ipdthtgwyefuzue", m1.Handle(), "handles (stored items) are what they were")
+}
+
 func TestHandleValidation(t *testing.T) {
 	for _, h := range []string{"", "op_", "rv-1", "op_ABCDEFGHIJKLMNOPQRSTUVWXYZ", "op_abcdefghijklmnopqrstuvwx19"} {
 		assert.ErrorIs(t, operation.ValidateHandle(h), operation.ErrInvalid, h)

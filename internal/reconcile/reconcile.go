@@ -378,11 +378,12 @@ func (s *Service) audit(ctx context.Context, before, after operation.Operation, 
 	}
 	s.cfg.Auditor.Record(ctx, obs.AuditRecord{
 		Kind:             obs.KindReconcile,
-		OperationHash:    obs.HashID(before.Key.ClientID+"|"+before.Key.Tool, before.Key.OperationID),
+		OperationHash:    obs.OperationHash(before.Key),
 		BusinessKey:      before.BusinessKey,
 		Tool:             before.Key.Tool,
 		ClientPrincipal:  before.Key.ClientID,
 		EndUserPrincipal: before.EndUserID,
+		Tenant:           before.TenantID,
 		PolicyDecision:   obs.PolicyNotApplicable,
 		ArgumentDigest:   before.RequestDigest,
 		Status:           string(after.State),

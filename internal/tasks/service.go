@@ -106,11 +106,20 @@ func (s *Service) Get(ctx context.Context, taskID string) (Task, error) {
 // Cancel withdraws an operation proven unsent (RETRYABLE, not yet claimed)
 // by a version-conditioned transition to FAILED: a reconciler claim that
 // wins first makes the cancel stale and it is refused; a cancel that wins
-// first leaves nothing to re-send. Anything possibly sent is refused.
+// first leaves nothing to re-send. Anything possibly sent is refused, and
+// so is a caller who may see the operation but does not own it
+// (tools.Owns; operators excepted).
 func (s *Service) Cancel(ctx context.Context, taskID string) error {
 	c, op, err := s.find(ctx, taskID)
 	if err != nil {
 		return err
+	}
+	if !c.HasRole(tools.RoleOperator) && !tools.Owns(c, op.Owner()) {
+		// Holding the task id (a deduplicated call gets the holder's task)
+		// and seeing the operation, through a grant, is not owning it: a
+		// team granted the same service must not withdraw another team's
+		// intent.
+		return refuseForeignCancel(op)
 	}
 	if cancelled(op) {
 		return nil
@@ -141,6 +150,14 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 		}
 	}
 	return refuseCancel(op)
+}
+
+// refuseForeignCancel answers a cancel by a caller who may see op but does
+// not own it.
+func refuseForeignCancel(op operation.Operation) error {
+	why := "only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get"
+	data, _ := json.Marshal(map[string]string{"state": string(op.State), "reason": why})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + why, Data: data}
 }
 
 // refuseCancel explains why op cannot be withdrawn and what to do instead.
@@ -224,9 +241,11 @@ func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (T
 }
 
 // toolsSubmission is op as a replay of its call: what the tool answers
-// for it now.
+// for it now. It names no operation_id: whoever holds the task id reads
+// it (a caller deduplicated onto op too), so the tool shows op's key only
+// to a viewer in the key space that chose it (packet.OwnOperationID).
 func toolsSubmission(op operation.Operation) tools.Submission {
-	return tools.Submission{Operation: op, OperationID: op.Key.OperationID, Replayed: true}
+	return tools.Submission{Operation: op, Replayed: true}
 }
 
 func (s *Service) timing() Timing {

@@ -56,13 +56,21 @@ func (v Visibility) CanSee(caller Caller, owner operation.Owner) bool {
 		return true
 	case caller.UserID == "":
 		return false
-	case owner.TenantID == caller.TenantID && owner.EndUserID == caller.UserID:
-		// A token without a tenant claim is its own (empty) tenant: it
-		// sees what it created, never another tenant's operations.
+	case Owns(caller, owner):
 		return true
 	}
 	g, ok := v.grants[owner.Tool]
 	return ok && g.Covers(caller, owner)
+}
+
+// Owns reports whether the operation is caller's own: the caller's tenant
+// and subject are the operation's (both, so the same sub under another
+// merchant or team owns nothing). A token without a tenant claim is its
+// own (empty) tenant: it owns what it created, never another tenant's
+// operations. Seeing an operation through a grant is not owning it: only
+// its owner (or an operator) may withdraw it.
+func Owns(caller Caller, owner operation.Owner) bool {
+	return caller.UserID != "" && owner.TenantID == caller.TenantID && owner.EndUserID == caller.UserID
 }
 
 // NotVisibleMessage is the one answer for an operation that does not

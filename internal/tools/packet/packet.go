@@ -21,8 +21,10 @@ const (
 // published vocabulary (docs/design.md, Review packet).
 type Packet struct {
 	// OperationID is the viewer's own key for the operation; null when the
-	// operation belongs to another client (a tenant-mate's or, for an
-	// operator, anyone's): one client's key is never revealed to another.
+	// operation's key belongs to another client or another tenant (a
+	// tenant-mate's on another client, a granted team's on the same one
+	// or, for an operator, anyone's): a key is never revealed outside the
+	// key space (client and tenant) it was chosen in.
 	OperationID *string `json:"operation_id"`
 	// Handle is the opaque public handle (ticket_handle, review_id); it is
 	// what an operator uses, since operation_ids are scoped per client.
@@ -68,7 +70,7 @@ type Packet struct {
 }
 
 // Build makes the review packet of op as viewer may see it: the
-// operation_id only when viewer is the client that chose it.
+// operation_id only when it is viewer's own key (OwnOperationID).
 func Build(op operation.Operation, viewer tools.Caller) Packet {
 	p := Packet{
 		OperationID:                         OwnOperationID(op, viewer),
@@ -106,10 +108,14 @@ func optional(s string) *string {
 	return &s
 }
 
-// OwnOperationID is op's operation_id if viewer is the client that chose
-// it, else nil.
+// OwnOperationID is op's operation_id if it is viewer's own key: the
+// viewer's client and tenant scope it exactly as op's (the same tool's
+// key in the viewer's scope is op's key), else nil. The same client of
+// another tenant is another key space: there the id would name another
+// operation or none, and it is not that tenant's to know.
 func OwnOperationID(op operation.Operation, viewer tools.Caller) *string {
-	if op.Key.ClientID == "" || op.Key.ClientID != viewer.ClientID {
+	mine := operation.RequestKey{ClientID: viewer.ClientID, TenantID: viewer.TenantID, Tool: op.Key.Tool}
+	if op.Key.ClientID == "" || mine.Scope() != op.Key.Scope() {
 		return nil
 	}
 	return optional(op.Key.OperationID)
@@ -127,7 +133,7 @@ func ReadArgs(op operation.Operation, viewer tools.Caller) map[string]string {
 // NextAction is what viewer, holding op, should do next. It never tells a
 // caller to send the write again: a new intent needs a new operation_id,
 // and only the reconciler re-sends an existing one. Its arguments name op
-// by ReadArgs, so they reveal no other client's operation_id.
+// by ReadArgs, so they reveal no other client's or tenant's operation_id.
 func NextAction(op operation.Operation, viewer tools.Caller) tools.NextAction {
 	readArgs := ReadArgs(op, viewer)
 	switch op.State {

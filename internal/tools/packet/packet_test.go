@@ -174,17 +174,19 @@ func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
 	}
 }
 
-func TestPacketHidesAnotherClientsOperationID(t *testing.T) {
+func TestPacketHidesAnotherClientsOrTenantsOperationID(t *testing.T) {
 	op := exampleOp(t)
 	for name, viewer := range map[string]tools.Caller{
-		"tenant-mate on another client": {ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"deployer"}},
-		"operator":                      {ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{"operator"}},
-		"same user on another client":   {ClientID: "cursor", UserID: "dev-alice", TenantID: "team-payments"},
+		"tenant-mate on another client":   {ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"deployer"}},
+		"operator":                        {ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{"operator"}},
+		"same user on another client":     {ClientID: "cursor", UserID: "dev-alice", TenantID: "team-payments"},
+		"another team on the same client": {ClientID: "claude-code", UserID: "dev-sam", TenantID: "team-platform", Roles: []string{"deployer"}},
+		"same user and client, no tenant": {ClientID: "claude-code", UserID: "dev-alice"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := packet.Build(op, viewer)
 			m := marshal(t, p)
-			assert.Nil(t, m["operation_id"], "another client's operation_id is never shown")
+			assert.Nil(t, m["operation_id"], "another client's or tenant's operation_id is never shown")
 			assert.Equal(t, op.Handle, m["handle"], "the handle is always shown")
 			assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments,
 				"the next action names the operation by handle, not by the hidden operation_id")

@@ -24,7 +24,7 @@ func OutputSchema() string { return toolschema.Committed(committedSchemas, outpu
 func outputSchemaFromTypes() string {
 	return toolschema.Of[Packet](
 		toolschema.Property("operation_id", toolschema.Length(8, 128),
-			toolschema.Describe("Your own key for the operation; null when it belongs to another client (use handle).")),
+			toolschema.Describe("Your own key for the operation; null when it belongs to another client or tenant (use handle).")),
 		toolschema.Property("handle", toolschema.Handle()),
 		toolschema.Property("state", toolschema.State()),
 		toolschema.Property("outcome", toolschema.Outcome()),

@@ -13,7 +13,8 @@ import (
 // this verified ticket.
 type Approval struct {
 	TicketHandle string `json:"ticket_handle"`
-	// OperationID is null when the ticket operation is another client's.
+	// OperationID is null when the ticket operation is another client's or
+	// another tenant's (packet.OwnOperationID).
 	OperationID   *string `json:"operation_id"`
 	TicketID      string  `json:"ticket_id"`
 	EffectReceipt string  `json:"effect_receipt"`

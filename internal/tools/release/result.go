@@ -10,8 +10,8 @@ import (
 type Result struct {
 	TicketHandle string `json:"ticket_handle"`
 	// OperationID is the key to read the operation with. Null when the
-	// call was deduplicated onto another client's operation: that client's
-	// key is never revealed (use ticket_handle instead).
+	// call was deduplicated onto another client's or tenant's operation:
+	// that key is never revealed (use ticket_handle instead).
 	OperationID   *string          `json:"operation_id"`
 	Status        string           `json:"status"`
 	Outcome       string           `json:"outcome"`
@@ -39,8 +39,8 @@ func NewResult(caller tools.Caller, sub tools.Submission) Result {
 		EffectReceipt: optional(op.Receipt),
 		Deduplicated:  sub.Deduplicated,
 		// The operation is the caller's own unless deduplicated onto
-		// another client's; OwnOperationID decides either way, so a
-		// foreign operation_id can never be shown.
+		// another client's or tenant's; OwnOperationID decides either way,
+		// so a foreign operation_id can never be shown.
 		OperationID: packet.OwnOperationID(op, caller),
 		NextAction:  packet.NextAction(op, caller),
 	}

@@ -81,7 +81,7 @@ func ApproveOutputSchema() string {
 
 func approveOutputSchemaFromTypes() string {
 	return toolschema.Of[Approval](
-		toolschema.Property("operation_id", toolschema.Describe("Your own key for the ticket operation; null when it is another client's.")),
+		toolschema.Property("operation_id", toolschema.Describe("Your own key for the ticket operation; null when it is another client's or tenant's.")),
 		toolschema.Property("ticket_id", toolschema.MinLength(1)),
 		toolschema.Property("effect_receipt", toolschema.MinLength(1)),
 		toolschema.Property("decision", toolschema.Const("approved")),

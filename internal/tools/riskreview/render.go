@@ -24,7 +24,8 @@ func (f *Family) Spec() tools.ToolSpec {
 // get_risk_review_status (OutputSchema).
 type Result struct {
 	ReviewID string `json:"review_id"`
-	// OperationID is shown only to the client that chose it.
+	// OperationID is shown only in the key space (client and tenant)
+	// that chose it.
 	OperationID  string            `json:"operation_id,omitempty"`
 	Status       string            `json:"status"`
 	Outcome      string            `json:"outcome"`
@@ -41,7 +42,8 @@ type Result struct {
 
 // Render is the result of request_risk_review and get_risk_review_status:
 // the review handle, status and outcome, with the code, message and next
-// action of the state. Another client's operation_id is never shown.
+// action of the state. Another client's or tenant's operation_id is
+// never shown.
 func (f *Family) Render(caller tools.Caller, sub tools.Submission) tools.Rendered {
 	op := sub.Operation
 	v := tools.ViewOf(op, ToolStatus, "review_id")
