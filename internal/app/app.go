@@ -60,6 +60,7 @@ type App struct {
 	Tracer   *obs.Tracer
 	Logger   *slog.Logger
 
+	jwks       *jwksFetch // nil without a JWKS
 	verifier   *auth.Verifier
 	coldStarts obs.ColdStarts
 	// writes are the families as MCP tools, in name order so tools/list
@@ -69,8 +70,10 @@ type App struct {
 
 // Build wires the parts shared by the MCP function, the reconciler and the
 // devstack. Its only network calls are SSM reads of downstream API keys
-// given as parameter names (see resolveAPIKeys).
-func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
+// given as parameter names (see resolveAPIKeys) and, with a JWKS
+// configured, the verifier's first fetch, which it starts alongside them
+// and Handler waits for.
+func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
 	}
@@ -89,14 +92,23 @@ func Build(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	jwks := startJWKSFetch(ctx, cfg, tracer, logger)
+	if jwks != nil {
+		defer func() {
+			if err != nil {
+				_ = jwks.close(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 	cfg, err = resolveAPIKeys(ctx, cfg, awsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	// Audit records, logs and EMF documents share opts.Out; each is written
 	// as one whole line per Write, so CloudWatch keeps them apart.
-	a := &App{
+	a = &App{
 		Config: cfg,
+		jwks:   jwks,
 		// Audit records are never filtered by the log level.
 		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 		// Every metric also under exactly [Stage]: what the alarms select.
@@ -179,30 +191,21 @@ func (a *App) families() ([]tools.Published, error) {
 // Close releases background work (the JWKS cache) and the trace socket.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
-	if a.verifier != nil {
-		errs = append(errs, a.verifier.Close(ctx))
+	if a.jwks != nil {
+		errs = append(errs, a.jwks.close(ctx))
 	}
 	return errors.Join(append(errs, a.Tracer.Close())...)
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
-// endpoint behind bearer authentication. It fetches the JWKS once, so a
-// wrong issuer URL fails at start, not on the first caller.
+// endpoint behind bearer authentication. It waits for the JWKS fetch Build
+// started, so a wrong issuer URL fails at start, not on the first caller.
 func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if err := a.Config.ValidateAuth(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if a.Config.JWKSURL != "" && a.verifier == nil {
-		vc := auth.VerifierConfig{
-			JWKSURL: a.Config.JWKSURL, Issuer: a.Config.JWTIssuer, Audience: a.Config.JWTAudience,
-			HTTPClient: a.Tracer.HTTPClient(&http.Client{Timeout: 5 * time.Second}), Logger: a.Logger,
-		}
-		if a.Config.TrustGatewayAuthorizer {
-			// API Gateway's JWT authorizer verifies RSA only: the fallback
-			// path accepts what the authorizer accepts, nothing more.
-			vc.Algorithms = []string{"RS256", "RS384", "RS512"}
-		}
-		v, err := auth.NewVerifier(ctx, vc)
+	if a.jwks != nil && a.verifier == nil {
+		v, err := a.jwks.wait(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("app: %w", err)
 		}

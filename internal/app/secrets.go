@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,12 +52,19 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 			o.BaseEndpoint = aws.String(cfg.SSMEndpoint)
 		}
 	})
-	for _, w := range todo {
-		v, err := readSecureString(ctx, client, w.name)
-		if err != nil {
-			return Config{}, fmt.Errorf("resolve %s: %w", w.env, err)
+	// Read at once: each is a network round trip inside the cold start. A
+	// failure is reported for the first parameter in the order above.
+	values, errs := make([]string, len(todo)), make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, w := range todo {
+		wg.Go(func() { values[i], errs[i] = readSecureString(ctx, client, w.name) })
+	}
+	wg.Wait()
+	for i, w := range todo {
+		if errs[i] != nil {
+			return Config{}, fmt.Errorf("resolve %s: %w", w.env, errs[i])
 		}
-		*w.dst = v
+		*w.dst = values[i]
 	}
 	// Validate saw no task id key yet when it comes from SSM.
 	if cfg.TaskIDKey != "" && len(cfg.TaskIDKey) < 32 {
