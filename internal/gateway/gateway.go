@@ -77,14 +77,9 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 			if refused != nil {
 				return refused
 			}
-			// A fresh insert is the caller's own; an answer taken from an
-			// existing operation shows it only to callers who may see it.
-			if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
-				return g.failure(ctx, rec, heldByInvisible())
-			}
 			if g.cfg.Tasks {
 				// Answered with a task only if the request asked for one
-				// (and the caller may see the operation, checked above); the
+				// (and the caller may see the operation, checked in submit); the
 				// task is the operation, durable since its insert.
 				tasks.Defer(ctx, sub.Operation)
 			}
@@ -221,6 +216,17 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	done()
 	if sub.Operation.Handle == "" {
 		return sub, g.failure(ctx, rec, err)
+	}
+	// A fresh insert is the caller's own; an answer taken from an existing
+	// operation shows it only to callers who may see it. Checked before any
+	// wait for that operation, so the refusal's timing does not tell whether
+	// the holder is still in flight.
+	if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
+		// The operator may join the refusal to its holder (by hash); the
+		// holder's state, outcome and digest are not this call's.
+		rec.OperationHash, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.BusinessKey
+		rec.Deduplicated, rec.PolicyDecision = true, obs.PolicyAllow
+		return sub, g.failure(ctx, rec, heldByInvisible())
 	}
 	sub = g.cfg.Executor.AwaitInFlight(ctx, sub)
 	if sub.WaitReads > 0 {

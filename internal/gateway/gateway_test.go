@@ -33,7 +33,13 @@ func TestMain(m *testing.M) {
 // refundTool is a third write tool, written the way the README's "Adding a
 // write tool" says: one type implementing tools.Published, nothing in the
 // gateway.
-type refundTool struct{ sent atomic.Int32 }
+type refundTool struct {
+	sent atomic.Int32
+	// dispatching, when set, is told of every dispatch, which then waits
+	// for release: a provider call held in flight.
+	dispatching chan struct{}
+	release     chan struct{}
+}
 
 func (r *refundTool) Name() string { return "issue_refund" }
 func (r *refundTool) Recovery() tools.Recovery {
@@ -57,6 +63,10 @@ func (r *refundTool) Prepare(_ context.Context, _ tools.Caller, raw json.RawMess
 func (r *refundTool) Authorize(context.Context, tools.Caller, tools.Prepared) error { return nil }
 func (r *refundTool) Dispatch(context.Context, operation.Operation) (tools.Effect, error) {
 	r.sent.Add(1)
+	if r.dispatching != nil {
+		r.dispatching <- struct{}{}
+		<-r.release
+	}
 	return tools.Effect{ResourceID: "re_1"}, nil
 }
 func (r *refundTool) Verify(context.Context, operation.Operation, tools.Effect) error { return nil }

@@ -22,6 +22,7 @@ import (
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/gateway"
 	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -71,6 +72,36 @@ type visibilityWorld struct {
 	refund *refundTool
 	url    string
 	store  *store.Store
+	audit  *auditLines
+}
+
+// auditLines collects the gateway's audit records, one JSON object each.
+type auditLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (a *auditLines) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.Write(p)
+}
+
+// records returns the tool-call records so far.
+func (a *auditLines) records(t testing.TB) []map[string]any {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(a.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		out = append(out, r)
+	}
+	return out
 }
 
 func newVisibilityWorld(t testing.TB) *visibilityWorld {
@@ -90,7 +121,8 @@ func newVisibilityWorld(t testing.TB) *visibilityWorld {
 	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
 	require.NoError(t, err)
 	refund := &refundTool{}
-	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
+	audit := &auditLines{}
+	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate, Auditor: obs.NewAuditor(audit)})
 	require.NoError(t, err)
 	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
 	require.NoError(t, err)
@@ -100,7 +132,7 @@ func newVisibilityWorld(t testing.TB) *visibilityWorld {
 		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), s)))
 	}))
 	t.Cleanup(srv.Close)
-	return &visibilityWorld{calls: calls, refund: refund, url: srv.URL, store: st}
+	return &visibilityWorld{calls: calls, refund: refund, url: srv.URL, store: st, audit: audit}
 }
 
 type subjectHeader struct {
