@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +29,39 @@ const (
 	EnvSessionToken    = "AWS_SESSION_TOKEN"
 )
 
+// unreadSDKSettings are settings the SDK's config loader reads that change
+// where requests go. LoadAWSConfig does not read them, so it refuses them
+// on real AWS rather than ignore them: an operator who set
+// AWS_USE_FIPS_ENDPOINT must not get the standard endpoint without a word.
+func unreadSDKSettings() []string {
+	return []string{"AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
+		"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SSM"}
+}
+
+// EnvCABundle names a PEM file of the certificate authorities to trust
+// instead of the system's, as the SDK's config loader reads it (a TLS
+// inspecting proxy, a LocalStack with its own certificate).
+const EnvCABundle = "AWS_CA_BUNDLE"
+
+// withCABundle makes client trust exactly the certificates in the PEM file
+// at path, as the SDK's loader does for AWS_CA_BUNDLE.
+func withCABundle(client *awshttp.BuildableClient, path string) (*awshttp.BuildableClient, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("aws configuration: %s: %w", EnvCABundle, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("aws configuration: %s: %s holds no PEM certificate", EnvCABundle, path)
+	}
+	return client.WithTransportOptions(func(tr *http.Transport) {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.RootCAs = pool
+	}), nil
+}
+
 // LoadAWSConfig builds the AWS configuration that reaches the engine cc
 // names. With an endpoint override, static dummy credentials are used,
 // because local engines accept any signature but the SDK refuses to sign
@@ -47,10 +83,24 @@ func LoadAWSConfig(_ context.Context, cc ClientConfig) (aws.Config, error) {
 	}
 	// The SDK's own default client, as its config loader would set it:
 	// NewClient and the app wrap it (ClosedBodySafeHTTPClient).
-	cfg := aws.Config{Region: region, HTTPClient: awshttp.NewBuildableClient()}
+	client := awshttp.NewBuildableClient()
+	if path := os.Getenv(EnvCABundle); path != "" {
+		var err error
+		if client, err = withCABundle(client, path); err != nil {
+			return aws.Config{}, err
+		}
+	}
+	cfg := aws.Config{Region: region, HTTPClient: client}
 	if cc.Endpoint != "" {
 		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("local", "local", ""))
 		return cfg, nil
+	}
+	for _, name := range unreadSDKSettings() {
+		if os.Getenv(name) != "" {
+			return aws.Config{}, fmt.Errorf("aws configuration: %s is set, but intentgate builds its AWS clients without "+
+				"the SDK's config loader and would not honour it; unset it (for a local engine set "+
+				"INTENTGATE_DYNAMODB_ENDPOINT and INTENTGATE_SSM_ENDPOINT instead)", name)
+		}
 	}
 	keyID, secret := os.Getenv(EnvAccessKeyID), os.Getenv(EnvSecretAccessKey)
 	if keyID == "" || secret == "" {

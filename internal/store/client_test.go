@@ -2,6 +2,12 @@ package store_test
 
 import (
 	"context"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,4 +49,60 @@ func TestAWSConfigWithoutCredentialsForRealAWSSaysWhatToSet(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
 	assert.ErrorContains(t, err, "aws configure export-credentials")
+}
+
+// The SDK's own config loader would honour these; LoadAWSConfig does not
+// read them, so on real AWS it refuses them rather than silently sending
+// traffic somewhere the operator did not mean (a non-FIPS endpoint, say).
+func TestAWSConfigRefusesEndpointSettingsItDoesNotRead(t *testing.T) {
+	for _, name := range []string{"AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
+		"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SSM"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
+			t.Setenv(store.EnvSecretAccessKey, "secret")
+			t.Setenv(name, "true")
+			_, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Region: "eu-west-1"})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, name)
+
+			_, err = store.LoadAWSConfig(context.Background(), store.ClientConfig{Endpoint: "http://127.0.0.1:8000"})
+			assert.NoError(t, err, "a local engine's endpoint is set by INTENTGATE_*_ENDPOINT; the SDK's settings do not matter there")
+		})
+	}
+	t.Run("empty values are unset", func(t *testing.T) {
+		t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
+		t.Setenv(store.EnvSecretAccessKey, "secret")
+		t.Setenv("AWS_USE_FIPS_ENDPOINT", "")
+		_, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Region: "eu-west-1"})
+		assert.NoError(t, err)
+	})
+}
+
+// AWS_CA_BUNDLE is honoured as the SDK's loader honours it: the client
+// trusts exactly the bundle's certificates. A bundle that cannot be read
+// fails the configuration, naming the variable.
+func TestAWSConfigTrustsTheCABundleOfTheEnvironment(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	t.Cleanup(srv.Close)
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+
+	t.Setenv(store.EnvCABundle, bundle)
+	cfg, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Endpoint: srv.URL})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	res, err := cfg.HTTPClient.Do(req)
+	require.NoError(t, err, "the bundle's certificate is trusted")
+	_ = res.Body.Close()
+
+	t.Setenv(store.EnvCABundle, "")
+	cfg, err = store.LoadAWSConfig(context.Background(), store.ClientConfig{Endpoint: srv.URL})
+	require.NoError(t, err)
+	_, err = cfg.HTTPClient.Do(req)
+	require.Error(t, err, "without the bundle the test server's certificate is not trusted")
+
+	t.Setenv(store.EnvCABundle, filepath.Join(t.TempDir(), "missing.pem"))
+	_, err = store.LoadAWSConfig(context.Background(), store.ClientConfig{Endpoint: srv.URL})
+	assert.ErrorContains(t, err, store.EnvCABundle)
 }
