@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,12 @@ func run() error {
 	// answers its first request: nearly all of it survives, so cycles now
 	// would only cost CPU, and restoring the collector before that first
 	// answer started a full cycle inside it.
-	gcPercent := debug.SetGCPercent(-1)
-	restoreGC := func() { debug.SetGCPercent(gcPercent) }
+	gc := collectorPolicyFrom(os.LookupEnv)
+	restoreGC := func() {}
+	if gc.offDuringStart() {
+		gcPercent := debug.SetGCPercent(-1)
+		restoreGC = func() { debug.SetGCPercent(gcPercent) }
+	}
 	cfg, err := app.FromEnv(os.LookupEnv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -55,12 +60,13 @@ func run() error {
 	if lambdahttp.UnderLambda() {
 		handle := lambdahttp.Handler(h, a.LambdaOptions())
 		// With a memory limit (the template sets GOMEMLIMIT under the
-		// function's memory) the collector stays off and the limit alone
-		// triggers it: an instance serves one request at a time and its
-		// live heap is a small fraction of the limit, so collections are
-		// rare instead of every few megabytes. Without one, it comes back
-		// after the first answer.
-		if !memoryLimitInForce() {
+		// function's memory) and a heap well under it, the collector stays
+		// off and the limit alone triggers it: an instance serves one
+		// request at a time, so collections are rare instead of every few
+		// megabytes. Otherwise it comes back after the first answer.
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		if !gc.staysOff(mem.HeapAlloc) {
 			handle = afterFirstAnswer(handle, restoreGC)
 		}
 		lambda.StartWithOptions(handle, lambda.WithContext(ctx))
@@ -87,8 +93,30 @@ func afterFirstAnswer(handle lambdahttp.LambdaHandler, then func()) lambdahttp.L
 	}
 }
 
-// memoryLimitInForce reports whether the Go runtime has a soft memory limit
-// (GOMEMLIMIT or debug.SetMemoryLimit).
-func memoryLimitInForce() bool {
-	return debug.SetMemoryLimit(-1) != math.MaxInt64
+// collectorPolicy decides what the cold start does with the collector.
+type collectorPolicy struct {
+	// operatorGOGC: GOGC is set in the environment, and that choice stands.
+	operatorGOGC bool
+	// memoryLimit is the runtime's soft limit; math.MaxInt64 when none.
+	memoryLimit int64
+}
+
+// heapHeadroom is how many times the heap left by the cold start the memory
+// limit must be for the collector to stay off: with less, the limit would
+// trigger collections back to back as the heap grows toward it.
+const heapHeadroom = 4
+
+func collectorPolicyFrom(lookup func(string) (string, bool)) collectorPolicy {
+	gogc, set := lookup("GOGC")
+	return collectorPolicy{operatorGOGC: set && gogc != "", memoryLimit: debug.SetMemoryLimit(-1)}
+}
+
+// offDuringStart: the collector is switched off while the cold start builds
+// its long-lived state, unless the operator chose GOGC.
+func (p collectorPolicy) offDuringStart() bool { return !p.operatorGOGC }
+
+// staysOff: the collector stays off after the first answer, given the heap
+// the cold start left.
+func (p collectorPolicy) staysOff(heapAfterStart uint64) bool {
+	return !p.operatorGOGC && p.memoryLimit != math.MaxInt64 && heapAfterStart <= uint64(p.memoryLimit)/heapHeadroom
 }

@@ -28,12 +28,37 @@ func TestAfterFirstAnswerRunsOnceWhenTheSecondInvocationArrives(t *testing.T) {
 	assert.Equal(t, []string{"answer", "then", "answer", "answer"}, seen)
 }
 
-func TestMemoryLimitInForceFollowsTheRuntimesLimit(t *testing.T) {
+// The collector is off during the cold start and stays off after it only
+// when the memory limit can stand in for it with room to spare; an
+// operator's own GOGC is never overridden.
+func TestTheCollectorPolicyLeavesTheOperatorsGOGCAlone(t *testing.T) {
+	const limit = 200 << 20
+	for _, tc := range []struct {
+		name            string
+		policy          collectorPolicy
+		heap            uint64
+		offDuringStart  bool
+		staysOffAfterIt bool
+	}{
+		{"template defaults: a limit, no GOGC, a small heap", collectorPolicy{memoryLimit: limit}, 12 << 20, true, true},
+		{"no memory limit: the collector returns after the first answer", collectorPolicy{memoryLimit: math.MaxInt64}, 12 << 20, true, false},
+		{"a heap near the limit: the collector returns rather than thrash at the limit", collectorPolicy{memoryLimit: limit}, 120 << 20, true, false},
+		{"the operator set GOGC: untouched", collectorPolicy{memoryLimit: limit, operatorGOGC: true}, 12 << 20, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.offDuringStart, tc.policy.offDuringStart())
+			assert.Equal(t, tc.staysOffAfterIt, tc.policy.staysOff(tc.heap))
+		})
+	}
+}
+
+func TestTheCollectorPolicyReadsGOGCAndTheRuntimesLimit(t *testing.T) {
 	previous := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(previous) })
-
-	debug.SetMemoryLimit(math.MaxInt64)
-	assert.False(t, memoryLimitInForce(), "no limit")
 	debug.SetMemoryLimit(200 << 20)
-	assert.True(t, memoryLimitInForce(), "GOMEMLIMIT=200MiB, as the template sets it")
+
+	p := collectorPolicyFrom(func(string) (string, bool) { return "", false })
+	assert.Equal(t, collectorPolicy{memoryLimit: 200 << 20}, p)
+	p = collectorPolicyFrom(func(k string) (string, bool) { return "150", k == "GOGC" })
+	assert.True(t, p.operatorGOGC)
 }
