@@ -146,3 +146,59 @@ func TestCancelOfAnUnknownOrForeignTaskIsTheSameError(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateRetryable, stored.State, "a foreign cancel changes nothing")
 }
+
+// grantedWrite is refusedWrite with a grant: everyone in the operation's
+// tenant may see it (as a team granted a service sees its tickets).
+type grantedWrite struct{ refusedWrite }
+
+func (grantedWrite) Covers(c tools.Caller, owner operation.Owner) bool {
+	return c.TenantID != "" && c.TenantID == owner.TenantID
+}
+
+// cancelAs submits one RETRYABLE operation as alice and cancels its task as
+// who, returning the cancel's error and the stored operation after it.
+func cancelAs(t *testing.T, who tools.Caller) (operation.Operation, error) {
+	t.Helper()
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st,
+		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	ids := testIDs(t, "k")
+	family := grantedWrite{}
+	sub, err := ex.Submit(context.Background(), family, alice, json.RawMessage(`{"fact":"f","operation_id":"op-granted-01"}`), "")
+	require.NoError(t, err)
+	require.Equal(t, operation.StateRetryable, sub.Operation.State)
+	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{family}, IDs: ids, Retention: time.Hour,
+		Caller: func(context.Context) (tools.Caller, bool) { return who, true }})
+	require.NoError(t, err)
+	task, err := svc.Get(context.Background(), ids.For(sub.Operation.Handle))
+	require.NoError(t, err, "%s sees the task", who.UserID)
+	require.NotEmpty(t, task.TaskID)
+	cancelErr := svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
+	stored, err := st.Get(context.Background(), sub.Operation.Handle)
+	require.NoError(t, err)
+	return stored, cancelErr
+}
+
+// Seeing an operation through a grant is not owning it: a colleague in the
+// same tenant may poll alice's task but not withdraw alice's intent, and is
+// told why rather than "not found".
+func TestACancelByAColleagueWhoSeesTheTaskThroughAGrantIsRefused(t *testing.T) {
+	carol := tools.Caller{ClientID: "client-a", UserID: "carol", TenantID: "M1"}
+	stored, err := cancelAs(t, carol)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "only the end user who requested the operation, or an operator, may withdraw it")
+	assert.Equal(t, operation.StateRetryable, stored.State, "nothing changed; the reconciler will still send it")
+}
+
+// An operator may withdraw anyone's unsent operation, and the journal names
+// the operator as the one who did.
+func TestAnOperatorMayWithdrawAnotherUsersUnsentOperation(t *testing.T) {
+	olga := tools.Caller{ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{tools.RoleOperator}}
+	stored, err := cancelAs(t, olga)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, stored.State)
+	last := stored.Journal[len(stored.Journal)-1]
+	assert.Equal(t, operation.EventClientCancelled, last.Type)
+	assert.Equal(t, "op-olga", last.Actor)
+}
