@@ -128,7 +128,7 @@ func TestTheAuditRecordOfARefusalByAnInvisibleHolderIsTheRefusedCallers(t *testi
 	res := call(t, w.as(t, bobM2), "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "bob-op-00000001"})
 	require.True(t, res.IsError)
 
-	recs := w.audit.records(t)
+	recs := auditRecords(t, w.audit)
 	require.Len(t, recs, 2, "one record per call")
 	aliceRec, bobRec := recs[0], recs[1]
 	assert.Equal(t, "bob", bobRec["end_user_principal"])

@@ -24,6 +24,7 @@ import (
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/testsync"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -72,28 +73,14 @@ type visibilityWorld struct {
 	refund *refundTool
 	url    string
 	store  *store.Store
-	audit  *auditLines
+	audit  *testsync.Buffer
 }
 
-// auditLines collects the gateway's audit records, one JSON object each.
-type auditLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (a *auditLines) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.buf.Write(p)
-}
-
-// records returns the tool-call records so far.
-func (a *auditLines) records(t testing.TB) []map[string]any {
+// auditRecords parses the tool-call records an auditor wrote to buf.
+func auditRecords(t testing.TB, buf *testsync.Buffer) []map[string]any {
 	t.Helper()
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(a.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -121,7 +108,7 @@ func newVisibilityWorld(t testing.TB) *visibilityWorld {
 	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
 	require.NoError(t, err)
 	refund := &refundTool{}
-	audit := &auditLines{}
+	audit := &testsync.Buffer{}
 	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate, Auditor: obs.NewAuditor(audit)})
 	require.NoError(t, err)
 	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
