@@ -223,9 +223,10 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	// the holder is still in flight.
 	if (sub.Deduplicated || sub.Replayed) && !g.visibility.CanSee(c, sub.Operation.Owner()) {
 		// The operator may join the refusal to its holder (by hash); the
-		// holder's state, outcome and digest are not this call's.
+		// holder's state and outcome are not this call's, and the digest is
+		// the caller's own.
 		rec.OperationHash, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.BusinessKey
-		rec.Deduplicated, rec.PolicyDecision = true, obs.PolicyAllow
+		rec.ArgumentDigest, rec.Deduplicated, rec.PolicyDecision = sub.Digest, true, obs.PolicyAllow
 		return sub, g.failure(ctx, rec, heldByInvisible())
 	}
 	sub = g.cfg.Executor.AwaitInFlight(ctx, sub)
