@@ -122,7 +122,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 	c := Config{
 		Table:                  e.str("INTENTGATE_TABLE", "intentgate-operations"),
 		DynamoDBEndpoint:       e.str("INTENTGATE_DYNAMODB_ENDPOINT", ""),
-		Region:                 e.str("AWS_REGION", "us-east-1"),
+		Region:                 e.str("AWS_REGION", e.str("AWS_DEFAULT_REGION", "us-east-1")),
 		Retention:              e.dur("INTENTGATE_RETENTION", 90*24*time.Hour),
 		Stage:                  e.str("INTENTGATE_STAGE", DefaultStage),
 		ResourceURL:            e.str("INTENTGATE_RESOURCE_URL", "http://127.0.0.1:8080/mcp"),

@@ -159,3 +159,24 @@ func TestClockSkewBoundDefaultsAndIsValidated(t *testing.T) {
 		assert.ErrorContains(t, err, "INTENTGATE_CLOCK_SKEW_BOUND", bad)
 	}
 }
+
+// The region is found where the SDK's config loader looks: AWS_REGION (set
+// by Lambda), then AWS_DEFAULT_REGION (set by many shells and CI systems),
+// then us-east-1. Ignoring AWS_DEFAULT_REGION would send a developer's
+// writes to another region's table of the same name.
+func TestFromEnvFindsTheRegionWhereTheSDKLooks(t *testing.T) {
+	env := minimalEnv()
+	cfg, err := FromEnv(mapLookup(env))
+	require.NoError(t, err)
+	assert.Equal(t, "us-east-1", cfg.Region)
+
+	env["AWS_DEFAULT_REGION"] = "eu-central-1"
+	cfg, err = FromEnv(mapLookup(env))
+	require.NoError(t, err)
+	assert.Equal(t, "eu-central-1", cfg.Region)
+
+	env["AWS_REGION"] = "eu-west-1"
+	cfg, err = FromEnv(mapLookup(env))
+	require.NoError(t, err)
+	assert.Equal(t, "eu-west-1", cfg.Region, "AWS_REGION wins")
+}

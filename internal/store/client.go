@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -29,13 +30,32 @@ const (
 	EnvSessionToken    = "AWS_SESSION_TOKEN"
 )
 
-// unreadSDKSettings are settings the SDK's config loader reads that change
-// where requests go. LoadAWSConfig does not read them, so it refuses them
-// on real AWS rather than ignore them: an operator who set
+// refuseUnreadSDKSettings refuses settings the SDK's config loader reads
+// that change where requests go. LoadAWSConfig does not read them, so on
+// real AWS it refuses them rather than ignore them: an operator who set
 // AWS_USE_FIPS_ENDPOINT must not get the standard endpoint without a word.
-func unreadSDKSettings() []string {
-	return []string{"AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
-		"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SSM"}
+// A value the loader would read as what LoadAWSConfig does anyway ("false";
+// endpoint URLs under AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true) passes.
+func refuseUnreadSDKSettings() error {
+	refuse := func(name string) error {
+		return fmt.Errorf("aws configuration: %s=%q is set, but intentgate builds its AWS clients without "+
+			"the SDK's config loader and would not honour it; unset it (for a local engine set "+
+			"INTENTGATE_DYNAMODB_ENDPOINT and INTENTGATE_SSM_ENDPOINT instead)", name, os.Getenv(name))
+	}
+	for _, name := range []string{"AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT"} {
+		if v := os.Getenv(name); v != "" && !strings.EqualFold(v, "false") {
+			return refuse(name)
+		}
+	}
+	if strings.EqualFold(os.Getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"), "true") {
+		return nil
+	}
+	for _, name := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_ENDPOINT_URL_SSM"} {
+		if os.Getenv(name) != "" {
+			return refuse(name)
+		}
+	}
+	return nil
 }
 
 // EnvCABundle names a PEM file of the certificate authorities to trust
@@ -95,12 +115,8 @@ func LoadAWSConfig(_ context.Context, cc ClientConfig) (aws.Config, error) {
 		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("local", "local", ""))
 		return cfg, nil
 	}
-	for _, name := range unreadSDKSettings() {
-		if os.Getenv(name) != "" {
-			return aws.Config{}, fmt.Errorf("aws configuration: %s is set, but intentgate builds its AWS clients without "+
-				"the SDK's config loader and would not honour it; unset it (for a local engine set "+
-				"INTENTGATE_DYNAMODB_ENDPOINT and INTENTGATE_SSM_ENDPOINT instead)", name)
-		}
+	if err := refuseUnreadSDKSettings(); err != nil {
+		return aws.Config{}, err
 	}
 	keyID, secret := os.Getenv(EnvAccessKeyID), os.Getenv(EnvSecretAccessKey)
 	if keyID == "" || secret == "" {

@@ -56,7 +56,7 @@ func TestAWSConfigWithoutCredentialsForRealAWSSaysWhatToSet(t *testing.T) {
 // traffic somewhere the operator did not mean (a non-FIPS endpoint, say).
 func TestAWSConfigRefusesEndpointSettingsItDoesNotRead(t *testing.T) {
 	for _, name := range []string{"AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_ENDPOINT_URL",
-		"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SSM"} {
+		"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_ENDPOINT_URL_SSM"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
 			t.Setenv(store.EnvSecretAccessKey, "secret")
@@ -69,10 +69,30 @@ func TestAWSConfigRefusesEndpointSettingsItDoesNotRead(t *testing.T) {
 			assert.NoError(t, err, "a local engine's endpoint is set by INTENTGATE_*_ENDPOINT; the SDK's settings do not matter there")
 		})
 	}
-	t.Run("empty values are unset", func(t *testing.T) {
+	// What the loader would read as "as intentgate does anyway" is accepted.
+	for _, tc := range []struct{ name, value string }{
+		{"AWS_USE_FIPS_ENDPOINT", ""}, {"AWS_USE_FIPS_ENDPOINT", "false"}, {"AWS_USE_DUALSTACK_ENDPOINT", "FALSE"},
+	} {
+		t.Run(tc.name+"="+tc.value+" is accepted", func(t *testing.T) {
+			t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
+			t.Setenv(store.EnvSecretAccessKey, "secret")
+			t.Setenv(tc.name, tc.value)
+			_, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Region: "eu-west-1"})
+			assert.NoError(t, err)
+		})
+	}
+	t.Run("a value the loader would refuse is refused", func(t *testing.T) {
 		t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
 		t.Setenv(store.EnvSecretAccessKey, "secret")
-		t.Setenv("AWS_USE_FIPS_ENDPOINT", "")
+		t.Setenv("AWS_USE_FIPS_ENDPOINT", "yes")
+		_, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Region: "eu-west-1"})
+		assert.ErrorContains(t, err, "AWS_USE_FIPS_ENDPOINT")
+	})
+	t.Run("endpoint URLs the loader is told to ignore are accepted", func(t *testing.T) {
+		t.Setenv(store.EnvAccessKeyID, "AKIAEXAMPLE")
+		t.Setenv(store.EnvSecretAccessKey, "secret")
+		t.Setenv("AWS_ENDPOINT_URL", "http://example.invalid")
+		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
 		_, err := store.LoadAWSConfig(context.Background(), store.ClientConfig{Region: "eu-west-1"})
 		assert.NoError(t, err)
 	})
