@@ -64,9 +64,7 @@ func run() error {
 		// off and the limit alone triggers it: an instance serves one
 		// request at a time, so collections are rare instead of every few
 		// megabytes. Otherwise it comes back after the first answer.
-		var mem runtime.MemStats
-		runtime.ReadMemStats(&mem)
-		if !gc.staysOff(mem.HeapAlloc) {
+		if !gc.staysOff(heapAllocated()) {
 			handle = afterFirstAnswer(handle, restoreGC)
 		}
 		lambda.StartWithOptions(handle, lambda.WithContext(ctx))
@@ -116,7 +114,15 @@ func collectorPolicyFrom(lookup func(string) (string, bool)) collectorPolicy {
 func (p collectorPolicy) offDuringStart() bool { return !p.operatorGOGC }
 
 // staysOff: the collector stays off after the first answer, given the heap
-// the cold start left.
+// allocated by the cold start (with nothing collected, an upper bound of
+// what it left live).
 func (p collectorPolicy) staysOff(heapAfterStart uint64) bool {
 	return !p.operatorGOGC && p.memoryLimit != math.MaxInt64 && heapAfterStart <= uint64(p.memoryLimit)/heapHeadroom
+}
+
+// heapAllocated is the heap allocated and not yet freed.
+func heapAllocated() uint64 {
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	return mem.HeapAlloc
 }

@@ -61,4 +61,6 @@ func TestTheCollectorPolicyReadsGOGCAndTheRuntimesLimit(t *testing.T) {
 	assert.Equal(t, collectorPolicy{memoryLimit: 200 << 20}, p)
 	p = collectorPolicyFrom(func(k string) (string, bool) { return "150", k == "GOGC" })
 	assert.True(t, p.operatorGOGC)
+	p = collectorPolicyFrom(func(k string) (string, bool) { return "", k == "GOGC" })
+	assert.False(t, p.operatorGOGC, "an empty GOGC is the runtime's default, not a choice")
 }
