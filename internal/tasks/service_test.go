@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -188,6 +189,11 @@ func TestACancelByAColleagueWhoSeesTheTaskThroughAGrantIsRefused(t *testing.T) {
 	stored, err := cancelAs(t, carol)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "only the end user who requested the operation, or an operator, may withdraw it")
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code, "a refusal of this request, not a server failure")
+	assert.JSONEq(t, `{"state":"RETRYABLE","reason":"only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get"}`,
+		string(rpcErr.Data))
 	assert.Equal(t, operation.StateRetryable, stored.State, "nothing changed; the reconciler will still send it")
 }
 
