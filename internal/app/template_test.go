@@ -18,7 +18,7 @@ import (
 // setByLambdaOrDefault are variables FromEnv reads that the template leaves
 // out on purpose; docs/deploy.md ("Function environment") says why.
 var setByLambdaOrDefault = []string{
-	"AWS_REGION", "AWS_LAMBDA_FUNCTION_NAME", // set by Lambda
+	"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_LAMBDA_FUNCTION_NAME", // set by Lambda
 	"INTENTGATE_DYNAMODB_ENDPOINT", "INTENTGATE_SSM_ENDPOINT", // empty = AWS
 	"INTENTGATE_RETENTION", "INTENTGATE_TRACING", "INTENTGATE_LISTEN_ADDR",
 	"INTENTGATE_RISK_API_KEY", "INTENTGATE_RELEASE_API_KEY", // raw keys never go into the template
