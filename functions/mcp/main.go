@@ -48,7 +48,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	a, err := app.Build(ctx, cfg, app.Options{})
+	a, err := app.Build(ctx, cfg, app.Options{PrefetchJWKS: true})
 	if err != nil {
 		return err
 	}

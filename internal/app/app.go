@@ -45,6 +45,12 @@ type Options struct {
 	// DynamoDB, if set, is the client the store uses instead of one built
 	// from the configuration (the fault campaign wraps its HTTP transport).
 	DynamoDB *dynamodb.Client
+	// PrefetchJWKS starts the verifier's first JWKS fetch in Build, so it
+	// overlaps the SecureString reads; Handler waits for it. For the
+	// process that serves MCP (functions/mcp); without it Handler fetches,
+	// and a process that never calls Handler (the reconciler) never
+	// depends on the issuer.
+	PrefetchJWKS bool
 }
 
 // App is the wired system.
@@ -71,8 +77,8 @@ type App struct {
 // Build wires the parts shared by the MCP function, the reconciler and the
 // devstack. Its only network calls are SSM reads of downstream API keys
 // given as parameter names (see resolveAPIKeys) and, with a JWKS
-// configured, the verifier's first fetch, which it starts alongside them
-// and Handler waits for.
+// configured and Options.PrefetchJWKS, the verifier's first fetch, which it
+// starts alongside them and Handler waits for.
 func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
@@ -92,7 +98,10 @@ func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	jwks := startJWKSFetch(ctx, cfg, tracer, logger)
+	var jwks *jwksFetch
+	if opts.PrefetchJWKS {
+		jwks = startJWKSFetch(ctx, cfg, tracer, logger)
+	}
 	if jwks != nil {
 		defer func() {
 			if err != nil {
@@ -198,11 +207,15 @@ func (a *App) Close(ctx context.Context) error {
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
-// endpoint behind bearer authentication. It waits for the JWKS fetch Build
-// started, so a wrong issuer URL fails at start, not on the first caller.
+// endpoint behind bearer authentication. It waits for the JWKS fetch (the
+// one Build started, or its own), so a wrong issuer URL fails at start, not
+// on the first caller.
 func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if err := a.Config.ValidateAuth(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.jwks == nil {
+		a.jwks = startJWKSFetch(ctx, a.Config, a.Tracer, a.Logger)
 	}
 	if a.jwks != nil && a.verifier == nil {
 		v, err := a.jwks.wait(ctx)

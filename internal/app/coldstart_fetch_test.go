@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestBuildFetchesTheJWKSAndTheSecureStringsAtOnce(t *testing.T) {
 		"INTENTGATE_JWKS_URL":                  jwks.URL + issuer.JWKSPath,
 		"INTENTGATE_RESOURCE_URL":              "https://mcp.example.com/mcp",
 	})
-	a, err := Build(context.Background(), cfg, Options{})
+	a, err := Build(context.Background(), cfg, Options{PrefetchJWKS: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	_, err = a.Handler(context.Background())
@@ -120,10 +121,34 @@ func TestAJWKSThatCannotBeFetchedStillFailsTheStart(t *testing.T) {
 		"INTENTGATE_JWKS_URL":     "http://127.0.0.1:1/jwks.json",
 		"INTENTGATE_RESOURCE_URL": "https://mcp.example.com/mcp",
 	})
+	for _, prefetch := range []bool{true, false} {
+		a, err := Build(context.Background(), cfg, Options{PrefetchJWKS: prefetch})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = a.Close(context.Background()) })
+		_, err = a.Handler(context.Background())
+		require.Error(t, err, "prefetch %v", prefetch)
+		assert.ErrorContains(t, err, "fetch JWKS")
+	}
+}
+
+// A process that never serves MCP (the reconciler, built from the same
+// environment in the devstack) does not fetch the JWKS: its start does not
+// depend on the issuer being up.
+func TestBuildWithoutPrefetchNeverFetchesTheJWKS(t *testing.T) {
+	var fetches atomic.Int32
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(jwks.Close)
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY": "k",
+		"INTENTGATE_JWT_ISSUER":   "https://auth.example.com/",
+		"INTENTGATE_JWKS_URL":     jwks.URL + "/jwks.json",
+		"INTENTGATE_RESOURCE_URL": "https://mcp.example.com/mcp",
+	})
 	a, err := Build(context.Background(), cfg, Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	_, err = a.Handler(context.Background())
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "fetch JWKS")
+	require.NoError(t, a.Close(context.Background()))
+	assert.Zero(t, fetches.Load())
 }
