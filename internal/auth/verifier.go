@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lestrrat-go/httprc/v3"
@@ -146,13 +147,13 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		algs[name] = alg
 	}
 
-	var clientOpts []httprc.NewClientOption
+	sink := &firstFetchSink{}
 	if cfg.Logger != nil {
-		clientOpts = append(clientOpts, httprc.WithErrorSink(errsink.NewSlog(cfg.Logger)))
+		sink.next = errsink.NewSlog(cfg.Logger)
 	}
 	// The cache's workers must outlive ctx (often an init deadline).
 	cacheCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	cache, err := jwk.NewCache(cacheCtx, httprc.NewClient(clientOpts...))
+	cache, err := jwk.NewCache(cacheCtx, httprc.NewClient(httprc.WithErrorSink(sink)))
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("auth: start JWKS cache: %w", err)
@@ -160,21 +161,28 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	regOpts := []jwk.RegisterOption{
 		jwk.WithMinInterval(jwksMinInterval),
 		jwk.WithMaxInterval(jwksMaxInterval),
-		// Do not block in Register: a failed first fetch never becomes
-		// "ready", so we fetch explicitly below and get the error instead.
-		jwk.WithWaitReady(false),
 	}
 	if cfg.HTTPClient != nil {
 		regOpts = append(regOpts, jwk.WithHTTPClient(cfg.HTTPClient))
 	}
-	if err := cache.Register(ctx, cfg.JWKSURL, regOpts...); err != nil {
+	// Register waits for the cache's own first fetch: one request to the
+	// issuer at start (an explicit fetch next to it made two, and the
+	// cold start waited for both). A fetch that fails never makes the keys
+	// ready, so the sink ends the wait with the fetch's error.
+	registering, failed := context.WithCancelCause(ctx)
+	sink.arm(failed)
+	err = cache.Register(registering, cfg.JWKSURL, regOpts...)
+	sink.disarm()
+	if err != nil {
+		cause := context.Cause(registering)
+		failed(nil)
 		stop()
-		return nil, fmt.Errorf("auth: register JWKS %s: %w", cfg.JWKSURL, err)
-	}
-	if _, err := cache.Refresh(ctx, cfg.JWKSURL); err != nil {
-		stop()
+		if cause != nil {
+			err = cause
+		}
 		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
 	}
+	failed(nil)
 	return &Verifier{
 		cfg:     cfg,
 		names:   ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
@@ -327,5 +335,34 @@ func classifyJWTError(err error) *TokenError {
 		return invalid(ReasonBadSignature, err)
 	default:
 		return invalid(ReasonMalformedToken, err)
+	}
+}
+
+// firstFetchSink receives the JWKS cache's fetch errors: it hands them to
+// next (the log) and, while a registration waits for the first fetch, ends
+// that wait with the error.
+type firstFetchSink struct {
+	next   httprc.ErrorSink // nil: not logged
+	mu     sync.Mutex
+	failed context.CancelCauseFunc
+}
+
+func (s *firstFetchSink) arm(failed context.CancelCauseFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = failed
+}
+
+func (s *firstFetchSink) disarm() { s.arm(nil) }
+
+func (s *firstFetchSink) Put(ctx context.Context, err error) {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		failed(err)
+	}
+	if s.next != nil {
+		s.next.Put(ctx, err)
 	}
 }

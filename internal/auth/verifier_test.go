@@ -227,14 +227,34 @@ func TestNewVerifierFailsWhenJWKSCannotBeFetched(t *testing.T) {
 	closedURL := "http://" + ln.Addr().String() + "/jwks.json"
 	require.NoError(t, ln.Close())
 
-	for name, u := range map[string]string{"server error": failing.URL + "/jwks.json", "connection refused": closedURL} {
+	for name, tc := range map[string]struct{ url, says string }{
+		"server error":       {failing.URL + "/jwks.json", "500"},
+		"connection refused": {closedURL, "connection refused"},
+	} {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// A generous deadline: the start must fail on the fetch's own
+			// error, not by waiting for keys that will never arrive.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err := auth.NewVerifier(ctx, auth.VerifierConfig{JWKSURL: u, Issuer: "https://issuer.example", Audience: resource})
-			assert.Error(t, err)
+			_, err := auth.NewVerifier(ctx, auth.VerifierConfig{JWKSURL: tc.url, Issuer: "https://issuer.example", Audience: resource})
+			require.Error(t, err)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), tc.says)
+			assert.Contains(t, err.Error(), tc.url)
 		})
 	}
+}
+
+func TestNewVerifierFetchesTheJWKSOnce(t *testing.T) {
+	iss := startIssuer(t)
+	v := newVerifier(t, iss)
+	_, err := v.Verify(context.Background(), mint(t, iss, goodClaims()))
+	require.NoError(t, err)
+	// A second fetch at start (the cache's own next to an explicit one)
+	// would cost a cold start a round trip to the issuer.
+	assert.Never(t, func() bool { return iss.jwksFetches.Load() > 1 }, 300*time.Millisecond, 10*time.Millisecond,
+		"JWKS fetches at start: want 1")
+	assert.EqualValues(t, 1, iss.jwksFetches.Load())
 }
 
 func TestVerifyPicksUpRotatedKey(t *testing.T) {
