@@ -209,30 +209,14 @@ func (a *App) Close(ctx context.Context) error {
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
 // endpoint behind bearer authentication. It waits for the JWKS fetch (the
 // one Build started, or its own), so a wrong issuer URL fails at start, not
-// on the first caller.
+// on the first caller; it builds the MCP server first, while the fetch is
+// in flight.
 func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if err := a.Config.ValidateAuth(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	if a.jwks == nil {
 		a.jwks = startJWKSFetch(ctx, a.Config, a.Tracer, a.Logger)
-	}
-	if a.jwks != nil && a.verifier == nil {
-		v, err := a.jwks.wait(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("app: %w", err)
-		}
-		a.verifier = v
-		if a.Config.TrustGatewayAuthorizer {
-			rsa, err := v.HasKeyType(ctx, "RSA")
-			if err != nil {
-				return nil, fmt.Errorf("app: %w", err)
-			}
-			if !rsa {
-				return nil, fmt.Errorf("app: INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true (GatewayJwtAuthorizer) needs an issuer signing with RSA: "+
-					"API Gateway's JWT authorizer verifies RSA signatures only, and %s has no RSA signing key (use GatewayJwtAuthorizer=false)", a.Config.JWKSURL)
-			}
-		}
 	}
 	writes := a.writes
 	var extensions []mcpserver.Extension
@@ -262,6 +246,25 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	metadataURL, err := auth.ResourceMetadataURL(a.Config.ResourceURL)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
+	}
+	// Waited for only now: the MCP server above is built while the keys
+	// are on their way.
+	if a.jwks != nil && a.verifier == nil {
+		v, err := a.jwks.wait(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("app: %w", err)
+		}
+		a.verifier = v
+		if a.Config.TrustGatewayAuthorizer {
+			rsa, err := v.HasKeyType(ctx, "RSA")
+			if err != nil {
+				return nil, fmt.Errorf("app: %w", err)
+			}
+			if !rsa {
+				return nil, fmt.Errorf("app: INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true (GatewayJwtAuthorizer) needs an issuer signing with RSA: "+
+					"API Gateway's JWT authorizer verifies RSA signatures only, and %s has no RSA signing key (use GatewayJwtAuthorizer=false)", a.Config.JWKSURL)
+			}
+		}
 	}
 	authn := auth.Middleware(auth.MiddlewareConfig{
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
