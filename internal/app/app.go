@@ -120,8 +120,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 		jwks:   jwks,
 		// Audit records are never filtered by the log level.
 		Auditor: obs.NewAuditorFromHandler(obs.JoinKeys(slog.NewJSONHandler(opts.Out, &slog.HandlerOptions{Level: slog.LevelInfo}))),
-		// Every metric also under exactly [Stage]: what the alarms select.
-		Metrics: obs.NewMetrics(opts.Out, "intentgate", opts.Clock).WithBaseDimensions(map[string]string{obs.DimStage: cfg.Stage}).WithErrorLog(logger),
+		Metrics: newMetrics(opts.Out, opts.Clock, cfg.Stage, logger),
 		Tracer:  tracer,
 		Logger:  logger,
 	}
@@ -195,6 +194,16 @@ func (a *App) families() ([]tools.Published, error) {
 	families = append(families, release.New(rel, grants, relRecovery))
 	slices.SortFunc(families, func(x, y tools.Published) int { return strings.Compare(x.Name(), y.Name()) })
 	return families, nil
+}
+
+// metricsNamespace is the CloudWatch namespace of every EMF metric; the
+// template's alarms and dashboard read it.
+const metricsNamespace = "intentgate"
+
+// newMetrics is the functions' EMF writer: every metric is also published
+// under exactly [Stage], which the alarms and the dashboard select on.
+func newMetrics(out io.Writer, clock func() time.Time, stage string, logger *slog.Logger) *obs.Metrics {
+	return obs.NewMetrics(out, metricsNamespace, clock).WithBaseDimensions(map[string]string{obs.DimStage: stage}).WithErrorLog(logger)
 }
 
 // Close releases background work (the JWKS cache) and the trace socket.
