@@ -64,7 +64,7 @@ func run() error {
 		// off and the limit alone triggers it: an instance serves one
 		// request at a time, so collections are rare instead of every few
 		// megabytes. Otherwise it comes back after the first answer.
-		if !gc.staysOff(heapAllocated()) {
+		if !gc.staysOff(heapAllocated) {
 			handle = afterFirstAnswer(handle, restoreGC)
 		}
 		lambda.StartWithOptions(handle, lambda.WithContext(ctx))
@@ -115,9 +115,10 @@ func (p collectorPolicy) offDuringStart() bool { return !p.operatorGOGC }
 
 // staysOff: the collector stays off after the first answer, given the heap
 // allocated by the cold start (with nothing collected, an upper bound of
-// what it left live).
-func (p collectorPolicy) staysOff(heapAfterStart uint64) bool {
-	return !p.operatorGOGC && p.memoryLimit != math.MaxInt64 && heapAfterStart <= uint64(p.memoryLimit)/heapHeadroom
+// what it left live). heapAfterStart stops the world to read it, so it is
+// asked only when the answer depends on it.
+func (p collectorPolicy) staysOff(heapAfterStart func() uint64) bool {
+	return !p.operatorGOGC && p.memoryLimit != math.MaxInt64 && heapAfterStart() <= uint64(p.memoryLimit)/heapHeadroom
 }
 
 // heapAllocated is the heap allocated and not yet freed.

@@ -47,7 +47,11 @@ func TestTheCollectorPolicyLeavesTheOperatorsGOGCAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.offDuringStart, tc.policy.offDuringStart())
-			assert.Equal(t, tc.staysOffAfterIt, tc.policy.staysOff(tc.heap))
+			var heapRead bool
+			heap := func() uint64 { heapRead = true; return tc.heap }
+			assert.Equal(t, tc.staysOffAfterIt, tc.policy.staysOff(heap))
+			needsHeap := !tc.policy.operatorGOGC && tc.policy.memoryLimit != math.MaxInt64
+			assert.Equal(t, needsHeap, heapRead, "the heap is read (a stop-the-world) only when the answer depends on it")
 		})
 	}
 }
