@@ -64,6 +64,7 @@ func TestColdStartSideBySide(t *testing.T) {
 			if fn.name == "bare go-sdk" {
 				fnEnv = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "baremcp", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30", "GOMEMLIMIT": "200MiB"}
 			}
+			st.packageInit = append(st.packageInit, packageInitTime(t, fn.bin))
 			em := startEmulator(t, b.emulator, fn.bin, fnEnv)
 			start := time.Now()
 			resp := invokeHTTP(t, em, event)
@@ -114,6 +115,7 @@ func TestColdStartSideBySide(t *testing.T) {
 	out.WriteString(row("cold invoke, median", ms(median(o.cold)), ms(median(r.cold)), "ms (process start + init + 1st request)"))
 	out.WriteString(row("cold invoke, fastest", ms(slices.Min(o.cold)), ms(slices.Min(r.cold)), "ms"))
 	out.WriteString(row("cold CPU, median", ms(median(o.coldCPU)), ms(median(r.coldCPU)), "ms (function process, user+system, to 1st answer)"))
+	out.WriteString(row("package init, median", ms(median(o.packageInit)), ms(median(r.packageInit)), "ms (GODEBUG=inittrace=1: every package's init, all before main)"))
 	out.WriteString(row("second invoke, median", ms(median(o.first)), ms(median(r.first)), "ms"))
 	out.WriteString(row("warm p50", ms(pct(o.warm, 50)), ms(pct(r.warm, 50)), "ms"))
 	out.WriteString(row("warm p99", ms(pct(o.warm, 99)), ms(pct(r.warm, 99)), "ms"))
@@ -128,6 +130,7 @@ func TestColdStartSideBySide(t *testing.T) {
 
 type coldStats struct {
 	cold, coldCPU, first, warm []time.Duration
+	packageInit                []time.Duration
 	rssKB                      int
 	sizeMiB                    float64
 }
@@ -141,6 +144,8 @@ func baselineFigure(name string, st *coldStats) float64 {
 		return ms(slices.Min(st.cold))
 	case "cold CPU, median":
 		return ms(median(st.coldCPU))
+	case "package init, median":
+		return ms(median(st.packageInit))
 	case "second invoke, median":
 		return ms(median(st.first))
 	case "warm p50":
@@ -153,6 +158,38 @@ func baselineFigure(name string, st *coldStats) float64 {
 		return st.sizeMiB
 	}
 	return 0
+}
+
+// packageInitTime runs bin outside Lambda with GODEBUG=inittrace=1 and
+// sums the time of every package's init, which the runtime reports before
+// main runs: the part of a cold start a binary pays for what it links,
+// whatever main does. Outside Lambda, with no configuration, both
+// bootstraps stop right after.
+func packageInitTime(t *testing.T, bin string) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{"GODEBUG=inittrace=1"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	_ = cmd.Run() // both exit with an error: no Lambda, no configuration
+	require.NoError(t, ctx.Err(), "%s did not stop outside Lambda", bin)
+	var total time.Duration
+	var inits int
+	for line := range strings.Lines(stderr.String()) {
+		// init <package> @<start> ms, <clock> ms clock, <bytes> bytes, <n> allocs
+		f := strings.Fields(line)
+		if len(f) < 7 || f[0] != "init" || f[6] != "clock," {
+			continue
+		}
+		clock, err := strconv.ParseFloat(f[4], 64)
+		require.NoError(t, err, "inittrace line %q", line)
+		total += time.Duration(clock * float64(time.Millisecond))
+		inits++
+	}
+	require.Positive(t, inits, "%s printed no inittrace lines:\n%s", bin, stderr.String())
+	return total
 }
 
 func buildStripped(ctx context.Context, root, pkg, out string) error {
