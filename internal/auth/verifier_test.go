@@ -222,6 +222,11 @@ func TestNewVerifierFailsWhenJWKSCannotBeFetched(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	}))
 	t.Cleanup(failing.Close)
+	garbled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("<html>not a key set</html>"))
+	}))
+	t.Cleanup(garbled.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closedURL := "http://" + ln.Addr().String() + "/jwks.json"
@@ -230,6 +235,7 @@ func TestNewVerifierFailsWhenJWKSCannotBeFetched(t *testing.T) {
 	for name, tc := range map[string]struct{ url, says string }{
 		"server error":       {failing.URL + "/jwks.json", "500"},
 		"connection refused": {closedURL, "connection refused"},
+		"not a key set":      {garbled.URL + "/jwks.json", "parse"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// A generous deadline: the start must fail on the fetch's own
