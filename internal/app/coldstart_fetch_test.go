@@ -77,9 +77,9 @@ func TestBuildFetchesTheJWKSAndTheSecureStringsAtOnce(t *testing.T) {
 	ssm := fakeSSM(t, meet, map[string]string{"/intentgate/risk": "risk-key", "/intentgate/release": "release-key"})
 	iss, err := issuer.New("https://auth.example.com/")
 	require.NoError(t, err)
-	// The key cache fetches once on registering and the verifier once more
-	// to see the error; only the first JWKS request meets the others, or two
-	// JWKS requests could meet one SecureString and hide a sequential read.
+	// The start fetches the JWKS once (TestNewVerifierFetchesTheJWKSOnce);
+	// only the first JWKS request meets the others all the same, so that a
+	// second one could never meet one SecureString and hide a sequential read.
 	var firstJWKS sync.Once
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, issuer.JWKSPath) {

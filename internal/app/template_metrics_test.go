@@ -18,16 +18,23 @@ import (
 )
 
 // A CloudWatch metric is its namespace, name and exact set of dimension
-// names: an alarm or a widget that asks for a set the functions never
-// publish stays empty (an alarm on it never fires), and nothing reports it.
+// names: an alarm or a widget that asks for one the functions never publish
+// stays empty (an alarm on it never fires), and nothing reports it.
 
-// metricRef is one metric as the template asks for it: name and dimension
-// names, sorted and joined.
-type metricRef struct{ name, dims string }
+// metricRef is one metric as the template asks for it.
+type metricRef struct {
+	where     string // the alarm, or the dashboard widget's title
+	namespace string
+	name      string
+	dims      string // dimension names, sorted and joined
+	// stage is the value the Stage dimension (or a SEARCH's Stage filter)
+	// asks for; "" when there is none.
+	stage string
+}
 
-func refOf(name string, dims []string) metricRef {
+func refOf(where, namespace, name string, dims []string, stage string) metricRef {
 	slices.Sort(dims)
-	return metricRef{name: name, dims: strings.Join(dims, ",")}
+	return metricRef{where: where, namespace: namespace, name: name, dims: strings.Join(dims, ","), stage: stage}
 }
 
 const templateStage = "test"
@@ -37,20 +44,25 @@ func TestEveryAlarmAndDashboardMetricIsOneTheFunctionsPublish(t *testing.T) {
 	tpl := loadTemplate(t)
 	fromLogs := logFilterMetrics(t, tpl)
 
-	alarms := alarmMetrics(t, tpl)
-	require.NotEmpty(t, alarms, "no alarm on the %s namespace found in template.yaml", metricsNamespace)
-	dashboard := dashboardMetrics(t, tpl)
-	require.NotEmpty(t, dashboard, "no %s metric found on the dashboard", metricsNamespace)
-
-	for where, refs := range map[string][]metricRef{"alarm": alarms, "dashboard": dashboard} {
-		for _, ref := range refs {
-			if fromLogs[ref] {
-				continue
-			}
-			assert.Contains(t, published[ref.name], ref.dims,
-				"%s reads %s with dimensions [%s]; the functions publish it under %q", where, ref.name, ref.dims, published[ref.name])
+	refs := append(alarmMetrics(t, tpl), dashboardMetrics(t, tpl)...)
+	var ours int
+	for _, ref := range refs {
+		if strings.HasPrefix(ref.namespace, "AWS/") {
+			continue // a service's own metric
 		}
+		if !assert.Equal(t, metricsNamespace, ref.namespace, "%s reads %s from namespace %q: the functions publish to %q, AWS services to AWS/...",
+			ref.where, ref.name, ref.namespace, metricsNamespace) {
+			continue
+		}
+		ours++
+		if fromLogs[metricRef{name: ref.name, dims: ref.dims}] {
+			continue // its name carries the stage (api_unauthorized_<Stage>)
+		}
+		assert.Equal(t, templateStage, ref.stage, "%s reads %s without selecting the stack's Stage (Stage=%q)", ref.where, ref.name, ref.stage)
+		assert.Contains(t, published[ref.name], ref.dims,
+			"%s reads %s with dimensions [%s]; the functions publish it under %q", ref.where, ref.name, ref.dims, published[ref.name])
 	}
+	require.Positive(t, ours, "no alarm or widget reads a %s metric", metricsNamespace)
 }
 
 // publishedMetrics emits every metric the functions have a helper for, as
@@ -94,9 +106,9 @@ func publishedMetrics(t *testing.T) map[string][]string {
 			require.Equal(t, metricsNamespace, d.Namespace)
 			for _, m := range d.Metrics {
 				for _, set := range d.Dimensions {
-					ref := refOf(m.Name, slices.Clone(set))
-					if !slices.Contains(published[m.Name], ref.dims) {
-						published[m.Name] = append(published[m.Name], ref.dims)
+					dims := slices.Sorted(slices.Values(set))
+					if key := strings.Join(dims, ","); !slices.Contains(published[m.Name], key) {
+						published[m.Name] = append(published[m.Name], key)
 					}
 				}
 			}
@@ -122,41 +134,49 @@ func subStage(t *testing.T, n *yamlNode) string {
 	return n.Value
 }
 
-// alarmMetrics are the metrics of our namespace every alarm reads, plain
+// alarmMetrics are the metrics every alarm reads, plain
 // (Namespace/MetricName/Dimensions) or inside metric math (MetricStat).
+// Dimensions are resolved for our namespace only (the others name
+// resources with !Ref).
 func alarmMetrics(t *testing.T, tpl samTemplate) []metricRef {
 	t.Helper()
 	var refs []metricRef
-	var walk func(n *yamlNode)
-	walk = func(n *yamlNode) {
+	var walk func(alarm string, n *yamlNode)
+	walk = func(alarm string, n *yamlNode) {
 		if n == nil {
 			return
 		}
-		if n.Kind == yaml.MappingNode {
-			if ns := n.get("Namespace"); ns != nil && ns.Value == metricsNamespace && n.get("MetricName") != nil {
-				var dims []string
-				if d := n.get("Dimensions"); d != nil {
-					for _, dim := range d.Content {
-						dims = append(dims, subStage(t, (*yamlNode)(dim).get("Name")))
+		if n.Kind == yaml.MappingNode && n.get("MetricName") != nil {
+			require.NotNil(t, n.get("Namespace"), "alarm %s: a MetricName without a Namespace", alarm)
+			ns := subStage(t, n.get("Namespace"))
+			var dims []string
+			var stage string
+			if d := n.get("Dimensions"); d != nil && !strings.HasPrefix(ns, "AWS/") {
+				for _, dim := range d.Content {
+					name := subStage(t, (*yamlNode)(dim).get("Name"))
+					dims = append(dims, name)
+					if name == "Stage" {
+						stage = subStage(t, (*yamlNode)(dim).get("Value"))
 					}
 				}
-				refs = append(refs, refOf(subStage(t, n.get("MetricName")), dims))
 			}
+			refs = append(refs, refOf("alarm "+alarm, ns, subStage(t, n.get("MetricName")), dims, stage))
 		}
 		for _, c := range n.Content {
-			walk((*yamlNode)(c))
+			walk(alarm, (*yamlNode)(c))
 		}
 	}
 	for _, r := range tpl.root.get("Resources").entries() {
 		if r[1].get("Type").Value == "AWS::CloudWatch::Alarm" {
-			walk(r[1].get("Properties"))
+			walk(r[0].Value, r[1].get("Properties"))
 		}
 	}
+	require.NotEmpty(t, refs, "no alarm found in template.yaml")
 	return refs
 }
 
-// logFilterMetrics are the metrics the template itself publishes from log
-// metric filters (not EMF).
+// logFilterMetrics are the metrics of our namespace the template itself
+// publishes from log metric filters (not EMF): name and dimension names.
 func logFilterMetrics(t *testing.T, tpl samTemplate) map[metricRef]bool {
 	t.Helper()
 	out := map[metricRef]bool{}
@@ -166,27 +186,34 @@ func logFilterMetrics(t *testing.T, tpl samTemplate) map[metricRef]bool {
 		}
 		for _, tr := range r[1].get("Properties", "MetricTransformations").Content {
 			tr := (*yamlNode)(tr)
-			if tr.get("MetricNamespace").Value != metricsNamespace {
-				continue
-			}
+			require.Equal(t, metricsNamespace, tr.get("MetricNamespace").Value, "metric filter %s", r[0].Value)
 			var dims []string
 			if d := tr.get("Dimensions"); d != nil {
 				for _, dim := range d.Content {
 					dims = append(dims, subStage(t, (*yamlNode)(dim).get("Key")))
 				}
 			}
-			out[refOf(subStage(t, tr.get("MetricName")), dims)] = true
+			ref := refOf("", "", subStage(t, tr.get("MetricName")), dims, "")
+			out[metricRef{name: ref.name, dims: ref.dims}] = true
 		}
 	}
 	return out
 }
 
-// searchExpr is a dashboard SEARCH: '{namespace,dim,...} MetricName="name"'.
-var searchExpr = regexp.MustCompile(`SEARCH\('\{([^}]*)\}\s+MetricName="([^"]+)"`)
+// The parts of a dashboard SEARCH('<search>', stat, period): its schema
+// ({namespace,dim,...}, the exact dimension set), the MetricName term and
+// the Stage filter, in any order, quoted or not.
+var (
+	searchArg    = regexp.MustCompile(`SEARCH\(\s*'([^']*)'`)
+	searchSchema = regexp.MustCompile(`\{([^}]*)\}`)
+	searchName   = regexp.MustCompile(`MetricName\s*=\s*"?([^"\s)]+)"?`)
+	searchStage  = regexp.MustCompile(`\bStage\s*=\s*"?([^"\s)]+)"?`)
+)
 
-// dashboardMetrics are the metrics of our namespace the dashboard's widgets
-// read: [namespace, name, dim, value, ..., {options}] rows and SEARCH
-// expressions (whose schema is the exact dimension set).
+// dashboardMetrics are the metrics the dashboard's widgets read:
+// [namespace, name, dim, value, ..., {options}] rows and SEARCH
+// expressions. Rows are spelt out: the "." and "..." shorthands (repeat the
+// row above) are refused rather than guessed at.
 func dashboardMetrics(t *testing.T, tpl samTemplate) []metricRef {
 	t.Helper()
 	body := tpl.resource(t, "Dashboard").get("Properties", "DashboardBody")
@@ -204,40 +231,51 @@ func dashboardMetrics(t *testing.T, tpl samTemplate) []metricRef {
 	require.NoError(t, json.Unmarshal([]byte(text), &doc), "the dashboard body is not JSON once substituted")
 	var refs []metricRef
 	for _, w := range doc.Widgets {
+		where := "dashboard widget " + w.Properties.Title
 		for _, row := range w.Properties.Metrics {
-			require.NotEmpty(t, row, "widget %q: empty metrics row", w.Properties.Title)
+			require.NotEmpty(t, row, "%s: empty metrics row", where)
 			if opts, ok := row[0].(map[string]any); ok {
 				expr, _ := opts["expression"].(string)
-				m := searchExpr.FindStringSubmatch(expr)
-				if m == nil {
+				if !strings.Contains(expr, "SEARCH(") {
 					continue // math over other rows, not a metric of its own
 				}
-				schema := strings.Split(m[1], ",")
-				if strings.TrimSpace(schema[0]) != metricsNamespace {
-					continue
+				arg := searchArg.FindStringSubmatch(expr)
+				require.NotNil(t, arg, "%s: cannot read the search of %q", where, expr)
+				schema := searchSchema.FindStringSubmatch(arg[1])
+				name := searchName.FindStringSubmatch(arg[1])
+				require.True(t, schema != nil && name != nil, "%s: a search without a {namespace,...} schema or a MetricName: %q", where, expr)
+				var parts []string
+				for _, p := range strings.Split(schema[1], ",") {
+					parts = append(parts, strings.Trim(strings.TrimSpace(p), `"`))
 				}
-				var dims []string
-				for _, d := range schema[1:] {
-					dims = append(dims, strings.TrimSpace(d))
+				var stage string
+				if m := searchStage.FindStringSubmatch(searchSchema.ReplaceAllString(arg[1], "")); m != nil {
+					stage = m[1]
 				}
-				refs = append(refs, refOf(m[2], dims))
+				refs = append(refs, refOf(where, parts[0], name[1], parts[1:], stage))
 				continue
 			}
+			for _, v := range row {
+				require.False(t, v == "." || v == "...", "%s: rows are spelt out, not abbreviated: %v", where, row)
+			}
+			require.GreaterOrEqual(t, len(row), 2, "%s: row %v", where, row)
 			ns, _ := row[0].(string)
-			require.NotEqual(t, "...", ns, "widget %q: rows are spelt out, not abbreviated", w.Properties.Title)
-			if ns != metricsNamespace {
-				continue
-			}
-			require.GreaterOrEqual(t, len(row), 2, "widget %q: row %v", w.Properties.Title, row)
 			name, _ := row[1].(string)
 			var dims []string
+			var stage string
 			for i := 2; i+1 < len(row); i += 2 {
-				if k, ok := row[i].(string); ok {
-					dims = append(dims, k)
+				k, ok := row[i].(string)
+				if !ok {
+					break // the options object
+				}
+				dims = append(dims, k)
+				if k == "Stage" {
+					stage, _ = row[i+1].(string)
 				}
 			}
-			refs = append(refs, refOf(name, dims))
+			refs = append(refs, refOf(where, ns, name, dims, stage))
 		}
 	}
+	require.NotEmpty(t, refs, "no metric found on the dashboard")
 	return refs
 }
