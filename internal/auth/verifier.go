@@ -170,19 +170,17 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	// cold start waited for both). A fetch that fails never makes the keys
 	// ready, so the sink ends the wait with the fetch's error.
 	registering, failed := context.WithCancelCause(ctx)
+	defer failed(nil)
 	sink.arm(failed)
 	err = cache.Register(registering, cfg.JWKSURL, regOpts...)
 	sink.disarm()
 	if err != nil {
-		cause := context.Cause(registering)
-		failed(nil)
 		stop()
-		if cause != nil {
-			err = cause
+		if cause := context.Cause(registering); cause != nil {
+			err = cause // the fetch's own error, or why ctx ended
 		}
 		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
 	}
-	failed(nil)
 	return &Verifier{
 		cfg:     cfg,
 		names:   ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
