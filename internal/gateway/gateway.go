@@ -215,6 +215,11 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	// it waits outside the gate.
 	done()
 	if sub.Operation.Handle == "" {
+		if sub.Key != (operation.RequestKey{}) {
+			// Refused once the key was known (a conflict, an unknown
+			// outcome): the record is about that key's operation.
+			rec.OperationHash, rec.ArgumentDigest = obs.OperationHash(sub.Key), sub.Digest
+		}
 		return sub, g.failure(ctx, rec, err)
 	}
 	// A fresh insert is the caller's own; an answer taken from an existing
@@ -226,6 +231,7 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 		// holder's state and outcome are not this call's, and the digest is
 		// the caller's own.
 		rec.OperationHash, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.BusinessKey
+		rec.CallerOperationHash = obs.OperationHash(sub.Key)
 		rec.ArgumentDigest, rec.Deduplicated, rec.PolicyDecision = sub.Digest, true, obs.PolicyAllow
 		return sub, g.failure(ctx, rec, heldByInvisible())
 	}
@@ -239,6 +245,11 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	// its lease; the caller still gets the handle and an honest status.
 	rec.PolicyDecision = obs.PolicyAllow
 	rec.withOperation(sub.Operation)
+	if sub.Deduplicated {
+		// The key the caller sent, bound to the operation that answered:
+		// what an operator hashes to follow this caller's write.
+		rec.CallerOperationHash = obs.OperationHash(sub.Key)
+	}
 	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
 	if err != nil {
 		// The outcome was recorded as far as it could be; the cause is ours.

@@ -36,6 +36,9 @@ type storeCalls struct {
 	next  interface {
 		Do(*http.Request) (*http.Response, error)
 	}
+	// fail, when set, answers the calls it returns an error for with that
+	// error instead of sending them.
+	fail func(op string) error
 }
 
 type storeCall struct {
@@ -50,8 +53,15 @@ func (s *storeCalls) Do(r *http.Request) (*http.Response, error) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, storeCall{Op: strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810."), Body: string(body)})
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	s.calls = append(s.calls, storeCall{Op: op, Body: string(body)})
+	fail := s.fail
 	s.mu.Unlock()
+	if fail != nil {
+		if err := fail(op); err != nil {
+			return nil, err
+		}
+	}
 	return s.next.Do(r)
 }
 

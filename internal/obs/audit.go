@@ -34,28 +34,32 @@ const (
 // tokens: the record can only carry an argument digest, so a log reader can
 // match a call to a request without seeing its content.
 type AuditRecord struct {
-	Kind              string        // KindToolCall, KindTransition, KindReconcile, KindAuthReject
-	RequestID         string        // per-request id (API Gateway / Lambda request id)
-	OperationHash     string        // OperationHash of the request key; never the raw key
-	BusinessKey       string        // the invariant key, e.g. order+type+generation
-	Tool              string        // MCP tool name
-	ClientPrincipal   string        // which MCP client (token client_id / azp)
-	EndUserPrincipal  string        // on whose behalf (token sub)
-	Tenant            string        // the merchant or team the end user acts for (token); subs are not unique across tenants
-	PolicyDecision    string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
-	ArgumentDigest    string        // request_digest (SHA-256 of canonical arguments)
-	Status            string        // operation status after the call/transition
-	Outcome           string        // outcome vocabulary shown to the caller
-	FromState         string        // transition source state
-	ToState           string        // transition target state
-	Event             string        // journal event that drove the transition
-	DownstreamLatency time.Duration // provider call latency; written in ms
-	ErrorClass        string        // failure classification (timeout, reset, 5xx, ...)
-	ProbeCount        int           // reconciler probes so far
-	ClaimResult       string        // reconciler CAS claim: won, lost, ...
-	Code              string        // stable result code returned to the caller
-	Deduplicated      bool          // answered from an existing operation
-	Duration          time.Duration // whole call / step duration; written in ms
+	Kind          string // KindToolCall, KindTransition, KindReconcile, KindAuthReject
+	RequestID     string // per-request id (API Gateway / Lambda request id)
+	OperationHash string // OperationHash of the request key; never the raw key
+	// CallerOperationHash: on a call answered from another operation
+	// (Deduplicated), the OperationHash of the key the caller sent, which
+	// is now bound to the operation OperationHash names.
+	CallerOperationHash string
+	BusinessKey         string        // the invariant key, e.g. order+type+generation
+	Tool                string        // MCP tool name
+	ClientPrincipal     string        // which MCP client (token client_id / azp)
+	EndUserPrincipal    string        // on whose behalf (token sub)
+	Tenant              string        // the merchant or team the end user acts for (token); subs are not unique across tenants
+	PolicyDecision      string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
+	ArgumentDigest      string        // request_digest (SHA-256 of canonical arguments)
+	Status              string        // operation status after the call/transition
+	Outcome             string        // outcome vocabulary shown to the caller
+	FromState           string        // transition source state
+	ToState             string        // transition target state
+	Event               string        // journal event that drove the transition
+	DownstreamLatency   time.Duration // provider call latency; written in ms
+	ErrorClass          string        // failure classification (timeout, reset, 5xx, ...)
+	ProbeCount          int           // reconciler probes so far
+	ClaimResult         string        // reconciler CAS claim: won, lost, ...
+	Code                string        // stable result code returned to the caller
+	Deduplicated        bool          // answered from an existing operation
+	Duration            time.Duration // whole call / step duration; written in ms
 }
 
 // Audit log keys. Stable: dashboards and queries depend on them.
@@ -63,6 +67,7 @@ const (
 	keyKind              = "kind"
 	keyRequestID         = "request_id"
 	keyOperationHash     = "operation_hash"
+	keyCallerOpHash      = "caller_operation_hash"
 	keyBusinessKey       = "business_key"
 	keyTool              = "tool"
 	keyClientPrincipal   = "client_principal"
@@ -120,8 +125,8 @@ func (a *Auditor) Logger() *slog.Logger {
 }
 
 // Record writes r as one line. Empty fields are omitted. An OperationHash
-// not in HashID form is hashed (scope "") before writing, so a raw key
-// passed by mistake never reaches the log.
+// (or CallerOperationHash) not in HashID form is hashed (scope "") before
+// writing, so a raw key passed by mistake never reaches the log.
 func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	if a == nil {
 		return
@@ -137,14 +142,21 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 			attrs = append(attrs, slog.Float64(k, float64(d)/float64(time.Millisecond)))
 		}
 	}
-	opHash := r.OperationHash
-	if opHash != "" && !isHashID(opHash) {
-		opHash = HashID("", opHash)
+	hashed := func(h string) string {
+		if h != "" && !isHashID(h) {
+			return HashID("", h)
+		}
+		return h
+	}
+	opHash, callerHash := hashed(r.OperationHash), hashed(r.CallerOperationHash)
+	if callerHash == opHash {
+		callerHash = "" // the call's own operation: one key
 	}
 
 	str(keyKind, r.Kind)
 	str(keyRequestID, r.RequestID)
 	str(keyOperationHash, opHash)
+	str(keyCallerOpHash, callerHash)
 	str(keyBusinessKey, r.BusinessKey)
 	str(keyTool, r.Tool)
 	str(keyClientPrincipal, r.ClientPrincipal)

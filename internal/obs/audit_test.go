@@ -110,7 +110,7 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 		names = append(names, f.Name)
 	}
 	assert.Equal(t, []string{
-		"Kind", "RequestID", "OperationHash", "BusinessKey", "Tool", "ClientPrincipal",
+		"Kind", "RequestID", "OperationHash", "CallerOperationHash", "BusinessKey", "Tool", "ClientPrincipal",
 		"EndUserPrincipal", "Tenant", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
 		"FromState", "ToState", "Event", "DownstreamLatency", "ErrorClass", "ProbeCount",
 		"ClaimResult", "Code", "Deduplicated", "Duration",
@@ -125,12 +125,26 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 
 func TestAuditRecordHashesARawOperationID(t *testing.T) {
 	var buf bytes.Buffer
-	NewAuditor(&buf).Record(context.Background(), AuditRecord{Kind: KindToolCall, OperationHash: "op-raw-key"})
+	NewAuditor(&buf).Record(context.Background(), AuditRecord{Kind: KindToolCall, OperationHash: "op-raw-key", CallerOperationHash: "op-raw-caller"})
 
 	lines := decodeLines(t, &buf)
 	require.Len(t, lines, 1)
 	assert.Equal(t, HashID("", "op-raw-key"), lines[0]["operation_hash"])
+	assert.Equal(t, HashID("", "op-raw-caller"), lines[0]["caller_operation_hash"])
 	assert.NotContains(t, buf.String(), "op-raw-key")
+	assert.NotContains(t, buf.String(), "op-raw-caller")
+}
+
+func TestAuditRecordNamesTheCallersKeyOnlyWhenItIsAnotherOperations(t *testing.T) {
+	var buf bytes.Buffer
+	a := NewAuditor(&buf)
+	a.Record(context.Background(), AuditRecord{Kind: KindToolCall, OperationHash: HashID("s", "k1"), CallerOperationHash: HashID("s", "k1")})
+	a.Record(context.Background(), AuditRecord{Kind: KindToolCall, OperationHash: HashID("s", "k1"), CallerOperationHash: HashID("s", "k2")})
+
+	lines := decodeLines(t, &buf)
+	require.Len(t, lines, 2)
+	assert.NotContains(t, lines[0], "caller_operation_hash", "the call's own operation: one key")
+	assert.Equal(t, HashID("s", "k2"), lines[1]["caller_operation_hash"])
 }
 
 func TestHashIDIsStableScopedAndShort(t *testing.T) {

@@ -142,8 +142,10 @@ type Submission struct {
 	// WaitReads is how many store reads AwaitInFlight made waiting for
 	// the first attempt's outcome.
 	WaitReads int
-	// OperationID is the caller's key (minted by the server when absent).
+	// OperationID is the caller's key (minted by the server when absent),
+	// Key the request key it makes: Operation's own, unless Deduplicated.
 	OperationID string
+	Key         operation.RequestKey
 	Digest      string
 	Latency     time.Duration
 	ErrorClass  string
@@ -177,28 +179,32 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	if err != nil {
 		return Submission{}, fmt.Errorf("submit: %w", err)
 	}
+	// From here a refusal is about this key (and maybe the operation under
+	// it): it comes back with the key, for the audit record.
+	keyed := Submission{OperationID: opID, Key: key, Digest: digest}
 	op, err := operation.New(operation.Intent{
 		Key: key, BusinessKey: p.BusinessKey, RequestDigest: digest,
 		EndUserID: caller.UserID, TenantID: caller.TenantID, Target: p.Target, Payload: p.Payload,
 	}, e.cfg.Clock(), e.Lease())
 	if err != nil {
-		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
+		return keyed, Fail(CodeInvalidArgument, false, nil, "%v", err)
 	}
 	op = op.WithCommitDeadline(e.CommitDeadline(op.DueAt))
 
 	if e.cfg.Budget.Remaining(ctx) <= 0 {
 		// Out of time before the insert was even sent: provably nothing
 		// recorded, nothing sent.
-		return Submission{}, Fail(CodeTemporaryUnavailable, true, nil,
+		return keyed, Fail(CodeTemporaryUnavailable, true, nil,
 			"no time left to record the operation; nothing was recorded or sent; retry with the same operation_id")
 	}
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
 	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
 	cancel()
 	if err != nil {
-		return Submission{}, insertFailure(opID, err)
+		return keyed, insertFailure(opID, err)
 	}
-	sub := Submission{Operation: res.Operation, OperationID: opID, Digest: digest}
+	sub := keyed
+	sub.Operation = res.Operation
 	switch res.Kind {
 	case store.Replay:
 		sub.Replayed, sub.Deduplicated = true, res.Bound
@@ -213,7 +219,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 		f := Fail(CodeIdempotencyConflict, false, nil,
 			"operation_id %q was already used with different arguments; nothing was sent. Use a new operation_id for a new intent, or resend the original arguments", opID)
 		f.Handle = res.Operation.Handle
-		return Submission{}, f
+		return keyed, f
 	}
 	next, rep, err := e.Dispatch(ctx, tool, res.Operation)
 	sub.Operation, sub.Latency, sub.ErrorClass = next, rep.DownstreamLatency, rep.ErrorClass
