@@ -48,12 +48,13 @@ func TestACallAnsweredFromAnotherOperationIsAuditedUnderTheCallersOwnKeyToo(t *t
 	}
 }
 
-// A call refused once its key was known is about that key: an
-// IDEMPOTENCY_CONFLICT about the operation already under it, an unknown
-// outcome about the operation that may now exist. Its record carries the
-// key's hash, so the operator who hashes the caller's operation_id finds it
-// beside that operation's own records.
-func TestACallRefusedAfterItsKeyWasKnownIsAuditedUnderThatKey(t *testing.T) {
+// A call refused once its key was formed names that key
+// (caller_operation_hash) and, when the refusal is about an operation
+// already under it (IDEMPOTENCY_CONFLICT), that operation (operation_hash):
+// the key's own, or the holder the key is bound to. A refusal before any
+// operation is known to exist under the key (an unknown outcome) names no
+// operation: operation_hash never names one that may not exist.
+func TestACallRefusedAfterItsKeyWasFormedIsAuditedUnderThatKey(t *testing.T) {
 	keyHash := func(opID string) string {
 		t.Helper()
 		k, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", opID)
@@ -63,9 +64,14 @@ func TestACallRefusedAfterItsKeyWasKnownIsAuditedUnderThatKey(t *testing.T) {
 	w := newVisibilityWorld(t)
 	w.aliceRefund(t)
 	alice := w.as(t, aliceM1)
+	// Bound to alice-op-0001's refund by its business key.
+	res := call(t, alice, "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0002"})
+	require.False(t, res.IsError, answer(t, res))
 
-	conflict := call(t, alice, "issue_refund", map[string]any{"charge_id": "ch_other", "operation_id": "alice-op-0001"})
-	require.Contains(t, answer(t, conflict), "IDEMPOTENCY_CONFLICT")
+	for _, opID := range []string{"alice-op-0001", "alice-op-0002"} {
+		conflict := call(t, alice, "issue_refund", map[string]any{"charge_id": "ch_other", "operation_id": opID})
+		require.Contains(t, answer(t, conflict), "IDEMPOTENCY_CONFLICT")
+	}
 
 	w.calls.mu.Lock()
 	w.calls.fail = func(op string) error {
@@ -79,15 +85,40 @@ func TestACallRefusedAfterItsKeyWasKnownIsAuditedUnderThatKey(t *testing.T) {
 	require.Contains(t, answer(t, unknown), "TEMPORARY_UNAVAILABLE")
 
 	recs := auditRecords(t, w.audit)
-	require.Len(t, recs, 3, "one record per call")
-	first := recs[0]
-	assert.Equal(t, keyHash("alice-op-0001"), recs[1]["operation_hash"], "the conflict is about the operation under the key")
-	assert.Equal(t, "IDEMPOTENCY_CONFLICT", recs[1]["code"])
-	assert.NotEmpty(t, recs[1]["argument_digest"])
-	assert.NotEqual(t, first["argument_digest"], recs[1]["argument_digest"], "the conflicting call's own digest")
-	assert.Equal(t, keyHash("alice-op-0003"), recs[2]["operation_hash"], "the operation that may have been recorded")
-	assert.Equal(t, "TEMPORARY_UNAVAILABLE", recs[2]["code"])
+	require.Len(t, recs, 5, "one record per call")
+	first, ownConflict, boundConflict, unknownRec := recs[0], recs[2], recs[3], recs[4]
+	for name, rec := range map[string]map[string]any{"own key": ownConflict, "bound key": boundConflict} {
+		assert.Equal(t, "IDEMPOTENCY_CONFLICT", rec["code"], name)
+		assert.Equal(t, keyHash("alice-op-0001"), rec["operation_hash"], "%s: the operation already under the key", name)
+		assert.NotEmpty(t, rec["argument_digest"], name)
+		assert.NotEqual(t, first["argument_digest"], rec["argument_digest"], "%s: the conflicting call's own digest", name)
+	}
+	assert.NotContains(t, ownConflict, "caller_operation_hash", "the key's own operation: one key")
+	assert.Equal(t, keyHash("alice-op-0002"), boundConflict["caller_operation_hash"], "the key the caller sent")
+
+	assert.Equal(t, "TEMPORARY_UNAVAILABLE", unknownRec["code"])
+	assert.NotContains(t, unknownRec, "operation_hash", "no operation is known to exist under the key")
+	assert.Equal(t, keyHash("alice-op-0003"), unknownRec["caller_operation_hash"])
+	assert.NotEmpty(t, unknownRec["argument_digest"])
+}
+
+// The visible replay of a bound key (alice's own second key) is answered
+// from the operation it is bound to, and names its own key as well.
+func TestTheReplayOfAKeyBoundToAVisibleOperationNamesTheKey(t *testing.T) {
+	w := newVisibilityWorld(t)
+	w.aliceRefund(t)
+	alice := w.as(t, aliceM1)
+	for range 2 {
+		res := call(t, alice, "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0002"})
+		require.False(t, res.IsError, answer(t, res))
+	}
+	k, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", "alice-op-0002")
+	require.NoError(t, err)
+
+	recs := auditRecords(t, w.audit)
+	require.Len(t, recs, 3)
 	for _, rec := range recs[1:] {
-		assert.NotContains(t, rec, "caller_operation_hash", "one key")
+		assert.Equal(t, recs[0]["operation_hash"], rec["operation_hash"])
+		assert.Equal(t, obs.OperationHash(k), rec["caller_operation_hash"])
 	}
 }

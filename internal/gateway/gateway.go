@@ -216,9 +216,13 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	done()
 	if sub.Operation.Handle == "" {
 		if sub.Key != (operation.RequestKey{}) {
-			// Refused once the key was known (a conflict, an unknown
-			// outcome): the record is about that key's operation.
-			rec.OperationHash, rec.ArgumentDigest = obs.OperationHash(sub.Key), sub.Digest
+			// Refused once the key was formed: the record names that key
+			// and, for a conflict, the operation already under it. No
+			// operation_hash otherwise: none is known to exist.
+			rec.CallerOperationHash, rec.ArgumentDigest = obs.OperationHash(sub.Key), sub.Digest
+			if sub.Refused != (operation.RequestKey{}) {
+				rec.OperationHash = obs.OperationHash(sub.Refused)
+			}
 		}
 		return sub, g.failure(ctx, rec, err)
 	}

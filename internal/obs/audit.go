@@ -37,9 +37,11 @@ type AuditRecord struct {
 	Kind          string // KindToolCall, KindTransition, KindReconcile, KindAuthReject
 	RequestID     string // per-request id (API Gateway / Lambda request id)
 	OperationHash string // OperationHash of the request key; never the raw key
-	// CallerOperationHash: on a call answered from another operation
-	// (Deduplicated), the OperationHash of the key the caller sent, which
-	// is now bound to the operation OperationHash names.
+	// CallerOperationHash is the OperationHash of the key the caller sent,
+	// written when it is not OperationHash: on a call answered from another
+	// operation (Deduplicated; the key is now bound to it), or refused
+	// about one (a conflict on a bound key), or refused before any
+	// operation was known to exist under it (OperationHash empty).
 	CallerOperationHash string
 	BusinessKey         string        // the invariant key, e.g. order+type+generation
 	Tool                string        // MCP tool name

@@ -144,11 +144,15 @@ type Submission struct {
 	WaitReads int
 	// OperationID is the caller's key (minted by the server when absent),
 	// Key the request key it makes: Operation's own, unless Deduplicated.
+	// Both come back with a refusal too once the key is formed.
 	OperationID string
 	Key         operation.RequestKey
-	Digest      string
-	Latency     time.Duration
-	ErrorClass  string
+	// Refused is, on an IDEMPOTENCY_CONFLICT, the key of the operation
+	// already under Key (Key itself, or the holder Key is bound to).
+	Refused    operation.RequestKey
+	Digest     string
+	Latency    time.Duration
+	ErrorClass string
 }
 
 // Submit runs one write call: domain validation, authorization, keys,
@@ -219,6 +223,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 		f := Fail(CodeIdempotencyConflict, false, nil,
 			"operation_id %q was already used with different arguments; nothing was sent. Use a new operation_id for a new intent, or resend the original arguments", opID)
 		f.Handle = res.Operation.Handle
+		keyed.Refused = res.Operation.Key
 		return keyed, f
 	}
 	next, rep, err := e.Dispatch(ctx, tool, res.Operation)
