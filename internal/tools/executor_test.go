@@ -223,3 +223,42 @@ func TestDigestConflictIsRefusedWithoutDispatch(t *testing.T) {
 	assert.Equal(t, tools.CodeIdempotencyConflict, f.Code)
 	assert.Equal(t, int32(1), tool.dispatches.Load())
 }
+
+// A refusal once the request key is formed comes back with that key and
+// the request's digest (the audit record names them), and a conflict with
+// the key of the operation already under it; never with an operation, so
+// no caller mistakes it for an answer.
+func TestARefusalAfterTheKeyIsFormedComesBackWithTheKey(t *testing.T) {
+	ex, st, _ := newExecutor(t, smallBudget())
+	tool := &scripted{}
+	want, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000001")
+	require.NoError(t, err)
+
+	t.Run("no time left before the insert", func(t *testing.T) {
+		// A deadline inside the reserve: nothing may be recorded or sent.
+		ctx, cancel := context.WithTimeout(context.Background(), smallBudget().Reserve/2)
+		defer cancel()
+		sub, err := ex.Submit(ctx, tool, alice, json.RawMessage(`{"fact":"f1","operation_id":"op-00000001"}`), "")
+		var f *tools.Failure
+		require.ErrorAs(t, err, &f)
+		assert.Equal(t, tools.CodeTemporaryUnavailable, f.Code)
+		assert.Equal(t, want, sub.Key)
+		assert.NotEmpty(t, sub.Digest)
+		assert.Empty(t, sub.Operation.Handle, "no operation")
+		assert.Zero(t, sub.Refused)
+		_, err = st.Get(context.Background(), want.Handle())
+		assert.ErrorIs(t, err, store.ErrNotFound, "nothing recorded")
+	})
+	t.Run("a conflict", func(t *testing.T) {
+		first, err := ex.Submit(context.Background(), tool, alice, json.RawMessage(`{"fact":"f1","operation_id":"op-00000001"}`), "")
+		require.NoError(t, err)
+		sub, err := ex.Submit(context.Background(), tool, alice, json.RawMessage(`{"fact":"f2","operation_id":"op-00000001"}`), "")
+		var f *tools.Failure
+		require.ErrorAs(t, err, &f)
+		assert.Equal(t, tools.CodeIdempotencyConflict, f.Code)
+		assert.Equal(t, want, sub.Key)
+		assert.Equal(t, first.Operation.Key, sub.Refused, "the operation already under the key")
+		assert.NotEqual(t, first.Digest, sub.Digest, "the conflicting request's own digest")
+		assert.Empty(t, sub.Operation.Handle, "no operation")
+	})
+}
