@@ -18,12 +18,6 @@ import (
 // way) is recorded under that operation's hash; without the caller's own,
 // the hash of the key the caller reports would match no record at all.
 func TestACallAnsweredFromAnotherOperationIsAuditedUnderTheCallersOwnKeyToo(t *testing.T) {
-	keyHash := func(s auth.Subject, opID string) string {
-		t.Helper()
-		k, err := operation.NewRequestKey(s.ClientID, s.MerchantID, "issue_refund", opID)
-		require.NoError(t, err)
-		return obs.OperationHash(k)
-	}
 	w := newVisibilityWorld(t)
 	w.aliceRefund(t)
 	// alice again under a new operation_id: deduplicated onto her own refund.
@@ -38,9 +32,9 @@ func TestACallAnsweredFromAnotherOperationIsAuditedUnderTheCallersOwnKeyToo(t *t
 	recs := auditRecords(t, w.audit)
 	require.Len(t, recs, 4, "one record per call")
 	first := recs[0]
-	assert.Equal(t, keyHash(aliceM1, "alice-op-0001"), first["operation_hash"])
+	assert.Equal(t, refundKeyHash(t, aliceM1, "alice-op-0001"), first["operation_hash"])
 	assert.NotContains(t, first, "caller_operation_hash", "a call answered by its own operation names one key")
-	for i, want := range []string{keyHash(aliceM1, "alice-op-0002"), keyHash(bobM2, "bob-op-00000001"), keyHash(bobM2, "bob-op-00000001")} {
+	for i, want := range []string{refundKeyHash(t, aliceM1, "alice-op-0002"), refundKeyHash(t, bobM2, "bob-op-00000001"), refundKeyHash(t, bobM2, "bob-op-00000001")} {
 		rec := recs[i+1]
 		assert.Equal(t, first["operation_hash"], rec["operation_hash"], "call %d: the operation that answered", i+1)
 		assert.Equal(t, want, rec["caller_operation_hash"], "call %d: the key the caller sent", i+1)
@@ -55,12 +49,6 @@ func TestACallAnsweredFromAnotherOperationIsAuditedUnderTheCallersOwnKeyToo(t *t
 // operation is known to exist under the key (an unknown outcome) names no
 // operation: operation_hash never names one that may not exist.
 func TestACallRefusedAfterItsKeyWasFormedIsAuditedUnderThatKey(t *testing.T) {
-	keyHash := func(opID string) string {
-		t.Helper()
-		k, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", opID)
-		require.NoError(t, err)
-		return obs.OperationHash(k)
-	}
 	w := newVisibilityWorld(t)
 	w.aliceRefund(t)
 	alice := w.as(t, aliceM1)
@@ -89,16 +77,16 @@ func TestACallRefusedAfterItsKeyWasFormedIsAuditedUnderThatKey(t *testing.T) {
 	first, ownConflict, boundConflict, unknownRec := recs[0], recs[2], recs[3], recs[4]
 	for name, rec := range map[string]map[string]any{"own key": ownConflict, "bound key": boundConflict} {
 		assert.Equal(t, "IDEMPOTENCY_CONFLICT", rec["code"], name)
-		assert.Equal(t, keyHash("alice-op-0001"), rec["operation_hash"], "%s: the operation already under the key", name)
+		assert.Equal(t, refundKeyHash(t, aliceM1, "alice-op-0001"), rec["operation_hash"], "%s: the operation already under the key", name)
 		assert.NotEmpty(t, rec["argument_digest"], name)
 		assert.NotEqual(t, first["argument_digest"], rec["argument_digest"], "%s: the conflicting call's own digest", name)
 	}
 	assert.NotContains(t, ownConflict, "caller_operation_hash", "the key's own operation: one key")
-	assert.Equal(t, keyHash("alice-op-0002"), boundConflict["caller_operation_hash"], "the key the caller sent")
+	assert.Equal(t, refundKeyHash(t, aliceM1, "alice-op-0002"), boundConflict["caller_operation_hash"], "the key the caller sent")
 
 	assert.Equal(t, "TEMPORARY_UNAVAILABLE", unknownRec["code"])
 	assert.NotContains(t, unknownRec, "operation_hash", "no operation is known to exist under the key")
-	assert.Equal(t, keyHash("alice-op-0003"), unknownRec["caller_operation_hash"])
+	assert.Equal(t, refundKeyHash(t, aliceM1, "alice-op-0003"), unknownRec["caller_operation_hash"])
 	assert.NotEmpty(t, unknownRec["argument_digest"])
 }
 
@@ -112,13 +100,19 @@ func TestTheReplayOfAKeyBoundToAVisibleOperationNamesTheKey(t *testing.T) {
 		res := call(t, alice, "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0002"})
 		require.False(t, res.IsError, answer(t, res))
 	}
-	k, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", "alice-op-0002")
-	require.NoError(t, err)
-
 	recs := auditRecords(t, w.audit)
 	require.Len(t, recs, 3)
 	for _, rec := range recs[1:] {
 		assert.Equal(t, recs[0]["operation_hash"], rec["operation_hash"])
-		assert.Equal(t, obs.OperationHash(k), rec["caller_operation_hash"])
+		assert.Equal(t, refundKeyHash(t, aliceM1, "alice-op-0002"), rec["caller_operation_hash"])
 	}
+}
+
+// refundKeyHash is the operation_hash of s's issue_refund key opID: what
+// an operator computes from the operation_id a caller reports.
+func refundKeyHash(t *testing.T, s auth.Subject, opID string) string {
+	t.Helper()
+	k, err := operation.NewRequestKey(s.ClientID, s.MerchantID, "issue_refund", opID)
+	require.NoError(t, err)
+	return obs.OperationHash(k)
 }
