@@ -226,6 +226,10 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 		}
 		return sub, g.failure(ctx, rec, err)
 	}
+	// The key the caller sent: written when it is not the answering
+	// operation's own (deduplicated, or bound that way), for the operator
+	// who follows this caller's write by it.
+	rec.CallerOperationHash = obs.OperationHash(sub.Key)
 	// A fresh insert is the caller's own; an answer taken from an existing
 	// operation shows it only to callers who may see it. Checked before any
 	// wait for that operation, so the refusal's timing does not tell whether
@@ -235,7 +239,6 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 		// holder's state and outcome are not this call's, and the digest is
 		// the caller's own.
 		rec.OperationHash, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.BusinessKey
-		rec.CallerOperationHash = obs.OperationHash(sub.Key)
 		rec.ArgumentDigest, rec.Deduplicated, rec.PolicyDecision = sub.Digest, true, obs.PolicyAllow
 		return sub, g.failure(ctx, rec, heldByInvisible())
 	}
@@ -249,11 +252,6 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	// its lease; the caller still gets the handle and an honest status.
 	rec.PolicyDecision = obs.PolicyAllow
 	rec.withOperation(sub.Operation)
-	if sub.Deduplicated {
-		// The key the caller sent, bound to the operation that answered:
-		// what an operator hashes to follow this caller's write.
-		rec.CallerOperationHash = obs.OperationHash(sub.Key)
-	}
 	rec.Deduplicated, rec.DownstreamLatency, rec.ErrorClass = sub.Deduplicated, sub.Latency, sub.ErrorClass
 	if err != nil {
 		// The outcome was recorded as far as it could be; the cause is ours.
