@@ -273,3 +273,46 @@ func TestAnotherTenantsTaskMayBeReadButNotCancelled(t *testing.T) {
 	ack := rpc(t, h.MCPURLs[0], danaTok, "tasks/cancel", danas.TaskID, map[string]any{"taskId": danas.TaskID}, true)
 	assert.Nil(t, ack.Error, "the operation's own end user withdraws it: %+v", ack.Error)
 }
+
+// At 2025-11-25 too, seeing is not owning, and the answer to a caller who
+// may not withdraw the operation is that, whatever its state: a colleague
+// of another team is not told "already terminal" (an answer about the
+// operation's life) where its owner would be, but that it is not theirs.
+func TestAnotherTenantsTerminalTaskRefusesTheirCancelAsNotTheirsAtTheOlderRevision(t *testing.T) {
+	env := map[string]string{"INTENTGATE_DEPLOY_GRANTS": stack.DeployGrants + ";team-platform=payments-api"}
+	for k, v := range taskKeyEnv {
+		env[k] = v
+	}
+	h := startStackWith(t, 1, env, stack.Config{ReleaseSearchLag: searchLag})
+	danaTok := h.token(t, "DEPLOYER")
+	sam := persona("DEPLOYER")
+	sam.Subject, sam.Merchant = "sam", "team-platform"
+	samTok, err := h.Token(sam, time.Hour)
+	require.NoError(t, err)
+
+	create := func(tok, opID string) taskV1 {
+		r := rpcV1(t, h.MCPURLs[0], tok, "tools/call", map[string]any{
+			"name": release.ToolCreate, "arguments": ticketArgs("8bc911e", opID), "task": map[string]any{"ttl": 60000}})
+		require.Nil(t, r.Error, "%+v", r.Error)
+		var created struct {
+			Task *taskV1 `json:"task"`
+		}
+		require.NoError(t, json.Unmarshal(r.Result, &created), "%s", r.Result)
+		require.NotNil(t, created.Task, "%s", r.Result)
+		return *created.Task
+	}
+	danas := create(danaTok, "deploy-op-v1cncl-01")
+	require.Equal(t, "completed", danas.Status)
+	sams := create(samTok, "deploy-op-v1cncl-02")
+	require.Equal(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see")
+
+	refused := rpcV1(t, h.MCPURLs[0], samTok, "tasks/cancel", map[string]any{"taskId": sams.TaskID})
+	require.NotNil(t, refused.Error)
+	assert.Equal(t, int64(-32602), refused.Error.Code)
+	assert.Contains(t, refused.Error.Message, "only the end user who requested the operation, or an operator, may withdraw it")
+
+	own := rpcV1(t, h.MCPURLs[0], danaTok, "tasks/cancel", map[string]any{"taskId": danas.TaskID})
+	require.NotNil(t, own.Error, "a terminal task refuses cancellation at 2025-11-25")
+	assert.Equal(t, int64(-32602), own.Error.Code)
+	assert.Contains(t, own.Error.Message, "already terminal", "its owner is told why")
+}

@@ -114,12 +114,8 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 	if err != nil {
 		return err
 	}
-	if !c.HasRole(tools.RoleOperator) && !tools.Owns(c, op.Owner()) {
-		// Holding the task id (a deduplicated call gets the holder's task)
-		// and seeing the operation, through a grant, is not owning it: a
-		// team granted the same service must not withdraw another team's
-		// intent.
-		return refuseForeignCancel(op)
+	if err := mayWithdraw(c, op); err != nil {
+		return err
 	}
 	if cancelled(op) {
 		return nil
@@ -150,6 +146,18 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 		}
 	}
 	return refuseCancel(op)
+}
+
+// mayWithdraw refuses a cancel by a caller who may see op but does not own
+// it, whatever op's state: holding the task id (a deduplicated call gets
+// the holder's task) and seeing the operation through a grant is not
+// owning it, and a team granted the same service must not withdraw another
+// team's intent. Operators may.
+func mayWithdraw(c tools.Caller, op operation.Operation) error {
+	if c.HasRole(tools.RoleOperator) || tools.Owns(c, op.Owner()) {
+		return nil
+	}
+	return refuseForeignCancel(op)
 }
 
 // refuseForeignCancel answers a cancel by a caller who may see op but does

@@ -175,10 +175,15 @@ func (s *Service) getV1(ctx context.Context, taskID string) (*TaskResultV1, erro
 }
 
 // cancelV1 is 2025-11-25's tasks/cancel: that revision refuses to cancel a
-// terminal task (-32602) and answers a cancel with the cancelled task.
+// terminal task (-32602) and answers a cancel with the cancelled task. A
+// caller who may not withdraw the operation is told that first, as at
+// 2026-07-28.
 func (s *Service) cancelV1(ctx context.Context, taskID string) (*TaskResultV1, error) {
-	_, op, err := s.find(ctx, taskID)
+	c, op, err := s.find(ctx, taskID)
 	if err != nil {
+		return nil, err
+	}
+	if err := mayWithdraw(c, op); err != nil {
 		return nil, err
 	}
 	if Final(op) {
