@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,5 +261,22 @@ func TestARefusalAfterTheKeyIsFormedComesBackWithTheKey(t *testing.T) {
 		assert.Equal(t, first.Operation.Key, sub.Refused, "the operation already under the key")
 		assert.NotEqual(t, first.Digest, sub.Digest, "the conflicting request's own digest")
 		assert.Empty(t, sub.Operation.Handle, "no operation")
+	})
+	t.Run("an intent the operation refuses", func(t *testing.T) {
+		// A business key over the bound: refused before anything is written.
+		long := strings.Repeat("x", operation.MaxBusinessKeyLen)
+		other, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000002")
+		require.NoError(t, err)
+		sub, err := ex.Submit(context.Background(), tool, alice, json.RawMessage(`{"fact":"`+long+`","operation_id":"op-00000002"}`), "")
+		var f *tools.Failure
+		require.ErrorAs(t, err, &f)
+		assert.Equal(t, tools.CodeInvalidArgument, f.Code)
+		assert.Contains(t, f.Message, "business_key")
+		assert.Equal(t, other, sub.Key)
+		assert.NotEmpty(t, sub.Digest)
+		assert.Empty(t, sub.Operation.Handle, "no operation")
+		assert.Zero(t, sub.Refused)
+		_, err = st.Get(context.Background(), other.Handle())
+		assert.ErrorIs(t, err, store.ErrNotFound, "nothing recorded")
 	})
 }
