@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // parameterAccepts reports whether CloudFormation would accept v for the
@@ -159,7 +160,14 @@ func TestTemplateGatewayModeRequiresAScope(t *testing.T) {
 }
 
 // TestTemplateDeploysThroughACanaryRolledBackByAlarms: every function
-// publishes to an alias under a DeploymentPreference whose alarms exist.
+// publishes to an alias under a DeploymentPreference whose alarms exist,
+// and each of them judges what the new version does: Lambda errors of the
+// version the alias runs, events counted per period rather than a state
+// that outlives the version (a queue's depth stays up until someone empties
+// it and would stop every deploy meanwhile), and nothing that names the
+// HTTP API (the API integrates the alias, whose update waits for the
+// deployment group, which waits for its alarms: a cycle CloudFormation
+// refuses).
 func TestTemplateDeploysThroughACanaryRolledBackByAlarms(t *testing.T) {
 	tpl := loadTemplate(t)
 	assert.Equal(t, "live", tpl.root.get("Globals", "Function", "AutoPublishAlias").Value)
@@ -180,6 +188,17 @@ func TestTemplateDeploysThroughACanaryRolledBackByAlarms(t *testing.T) {
 				id := strings.TrimPrefix(strings.TrimSuffix(a.(string), "-PLACEHOLDER"), "intentgate-test-")
 				alarm := tpl.resource(t, id)
 				assert.Equal(t, "AWS::CloudWatch::Alarm", alarm.get("Type").Value)
+				assert.NotContains(t, referencedResources(alarm), "HttpApi", "%s: rollback alarm %s names the API", fn.id, id)
+				if ns := alarm.get("Properties", "Namespace"); ns != nil && ns.Value == "AWS/Lambda" {
+					dims := map[string]bool{}
+					for _, d := range alarm.get("Properties", "Dimensions").Content {
+						dims[(*yamlNode)(d).get("Name").Value] = true
+					}
+					assert.True(t, dims["ExecutedVersion"] && dims["Resource"], "%s: rollback alarm %s must count the version the alias runs", fn.id, id)
+				}
+				if m := alarm.get("Properties", "MetricName"); m != nil {
+					assert.False(t, strings.HasPrefix(m.Value, "Approximate"), "%s: rollback alarm %s watches a state (%s), not events", fn.id, id, m.Value)
+				}
 				if c := alarm.get("Condition"); c != nil {
 					on, err := ev.condition(c.Value)
 					require.NoError(t, err)
@@ -302,3 +321,40 @@ func compactJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// referencedResources are the names a node refers to by Ref, GetAtt or
+// ${...} in Sub, anywhere below it.
+func referencedResources(n *yamlNode) []string {
+	var out []string
+	var walk func(n *yamlNode)
+	walk = func(n *yamlNode) {
+		if n == nil {
+			return
+		}
+		switch name, arg := intrinsic(n); name {
+		case "Ref":
+			out = append(out, arg.Value)
+		case "Fn::GetAtt":
+			if arg.Kind == yaml.ScalarNode {
+				out = append(out, strings.SplitN(arg.Value, ".", 2)[0])
+			} else if len(arg.Content) > 0 {
+				out = append(out, arg.Content[0].Value)
+			}
+		case "Fn::Sub":
+			src := arg.Value
+			if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
+				src = arg.Content[0].Value
+			}
+			for _, m := range subReference.FindAllStringSubmatch(src, -1) {
+				out = append(out, strings.SplitN(m[1], ".", 2)[0])
+			}
+		}
+		for _, c := range n.Content {
+			walk((*yamlNode)(c))
+		}
+	}
+	walk(n)
+	return out
+}
+
+var subReference = regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
