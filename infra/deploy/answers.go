@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +20,7 @@ import (
 )
 
 var (
-	stackName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,127}$`)
+	stackName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,52}$`)
 	regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
 )
 
@@ -49,8 +51,13 @@ func loadParameters(path string) (map[string]parameter, error) {
 	return doc.Parameters, nil
 }
 
-// validate checks v as CloudFormation would.
+// validate checks v as CloudFormation would, and that sam deploy can pass
+// it: its --parameter-overrides parser takes a quoted value but turns \"
+// into " and keeps any other backslash.
 func (p parameter) validate(name, v string) error {
+	if strings.ContainsAny(v, `"\`) {
+		return fmt.Errorf("%s=%q: quotes and backslashes can not be passed to sam deploy", name, v)
+	}
 	if p.AllowedPattern != "" {
 		re, err := regexp.Compile(p.AllowedPattern)
 		if err != nil {
@@ -91,7 +98,8 @@ var questions = []question{
 }
 
 // ask fills answers: every missing required one, and in guided mode every
-// question (the current answer or the template default is the default).
+// question (the current answer or the template default is the default;
+// "-" clears an optional answer).
 func ask(p prompter, params map[string]parameter, answers map[string]string, guided bool) error {
 	qs := slices.Clone(questions)
 	if answers["GatewayJwtAuthorizer"] == "true" || guided {
@@ -121,9 +129,16 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 			}
 		}
 		for {
-			v, err := p.ask(q.prompt, def)
+			prompt := q.prompt
+			if !q.required && def != "" {
+				prompt += " (" + clearAnswer + " for none)"
+			}
+			v, err := p.ask(prompt, def)
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.param, err)
+			}
+			if v == clearAnswer {
+				v = ""
 			}
 			if v == "" && q.required {
 				if !p.interactive {
@@ -145,11 +160,26 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 			break
 		}
 	}
+	// Answers no question asked (reservations, or put in the file by hand)
+	// meet the same rules.
+	for k, v := range answers {
+		par, ok := params[k]
+		if !ok {
+			return fmt.Errorf("answers file: template.yaml has no parameter %s", k)
+		}
+		if err := par.validate(k, v); v != "" && err != nil {
+			return fmt.Errorf("answers file: %w", err)
+		}
+	}
 	if answers["GatewayJwtAuthorizer"] == "true" && (answers["JwtAudience"] == "" || answers["GatewayRequiredScope"] == "") {
 		return errors.New("GatewayJwtAuthorizer=true needs JwtAudience and GatewayRequiredScope (run with -guided)")
 	}
 	return nil
 }
+
+// clearAnswer, typed at a question, empties an optional answer (an empty
+// line keeps the one shown).
+const clearAnswer = "-"
 
 // prompter asks one question on in/out; not interactive (-yes) it answers
 // every question with its default.
@@ -212,31 +242,70 @@ func saveAnswers(path string, answers map[string]string) error {
 }
 
 // parameterOverrides renders answers for sam deploy, sorted so the command
-// line is stable. Empty answers are left out: every parameter that may be
-// empty defaults to empty.
+// line is stable. Every answer is passed, quoted (sam's parser cuts an
+// unquoted value at a space), empty ones too: on an update sam deploy
+// keeps the previous value of a parameter it is not given, so leaving out
+// an answer just cleared would keep what it cleared.
 func parameterOverrides(answers map[string]string) []string {
 	keys := make([]string, 0, len(answers))
-	for k, v := range answers {
-		if v != "" {
-			keys = append(keys, k)
-		}
+	for k := range answers {
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, k+"="+answers[k])
+		out = append(out, k+`="`+answers[k]+`"`)
 	}
 	return out
 }
 
-func deployCommand(sam string, o options, answers map[string]string) []string {
-	cmd := []string{sam, "deploy", "--stack-name", o.stack, "--region", o.region,
+// configRevision names the function versions a deploy publishes (the
+// template's ConfigRevision): a digest of the built code and every
+// parameter value, so new code or a new answer publishes new versions and
+// a deploy with neither publishes none.
+func configRevision(code []byte, overrides []string) string {
+	h := sha256.New()
+	h.Write(code)
+	for _, o := range overrides {
+		h.Write([]byte{0})
+		h.Write([]byte(o))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// builtFunctions are the functions sam build leaves in the build directory.
+var builtFunctions = []string{"McpFunction", "ReconcilerFunction"}
+
+// builtCode digests what sam build produced for each function.
+func builtCode(buildDir string) ([]byte, error) {
+	h := sha256.New()
+	for _, fn := range builtFunctions {
+		raw, err := os.ReadFile(filepath.Join(buildDir, fn, "bootstrap"))
+		if err != nil {
+			return nil, fmt.Errorf("read what sam build produced: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", fn, len(raw))
+		h.Write(raw)
+	}
+	return h.Sum(nil), nil
+}
+
+func deployCommand(sam string, o options, answers map[string]string, code []byte) []string {
+	overrides := parameterOverrides(answers)
+	cmd := []string{sam, "deploy", "--template-file", filepath.Join(o.buildDir, "template.yaml"),
+		"--stack-name", o.stack, "--region", o.region,
 		"--capabilities", "CAPABILITY_IAM", "--resolve-s3", "--s3-prefix", o.stack,
+		// A failed first create deletes the stack rather than leave it in
+		// ROLLBACK_COMPLETE, which refuses every later deploy; a failed
+		// update rolls back as always.
+		"--on-failure", "DELETE",
 		"--no-fail-on-empty-changeset", "--tags", "app=intentgate stage=" + answers["Stage"]}
 	if o.yes {
 		cmd = append(cmd, "--no-confirm-changeset")
 	} else {
 		cmd = append(cmd, "--confirm-changeset")
 	}
-	return append(append(cmd, "--parameter-overrides"), parameterOverrides(answers)...)
+	cmd = append(cmd, "--parameter-overrides")
+	cmd = append(cmd, overrides...)
+	return append(cmd, `ConfigRevision="`+configRevision(code, overrides)+`"`)
 }

@@ -95,6 +95,10 @@ func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error
 		answers[k] = strconv.Itoa(n)
 		want += n
 	}
+	if want == 0 {
+		// Nothing to reserve: a small account's limit is no obstacle.
+		return nil
+	}
 	left := f.Unreserved + f.OursReserved - want
 	if left >= lambdaUnreservedMinimum {
 		return nil

@@ -12,7 +12,9 @@
 // Before deploying it checks the account's Lambda concurrency: reserved
 // concurrency must leave Lambda its 100 unreserved executions. Without a
 // ResourceUrl (no custom domain yet) it deploys once with a placeholder,
-// reads the McpEndpointUrl output and deploys again with it.
+// reads the McpEndpointUrl output and deploys again with it. Every deploy
+// names the function versions after the built code and every parameter
+// value (ConfigRevision), so a change of answers alone reaches the alias.
 //
 // AWS is reached only through the tools virtualenv (sam, and boto3 for the
 // account checks); credentials come from the usual AWS environment.
@@ -40,8 +42,8 @@ func main() {
 
 // options are the command line.
 type options struct {
-	stack, region, venv, template, stateDir string
-	guided, yes, destroy                    bool
+	stack, region, venv, template, stateDir, buildDir string
+	guided, yes, destroy                              bool
 }
 
 func parseArgs(args []string) (options, error) {
@@ -53,17 +55,18 @@ func parseArgs(args []string) (options, error) {
 	fs.StringVar(&o.venv, "venv", ".venv-tools", "virtualenv holding sam and boto3")
 	fs.StringVar(&o.template, "template", "template.yaml", "SAM template")
 	fs.StringVar(&o.stateDir, "state", ".deploy", "where answers are remembered")
+	fs.StringVar(&o.buildDir, "build-dir", ".aws-sam/build", "where sam build puts the functions and the template it deploys")
 	fs.BoolVar(&o.guided, "guided", false, "ask every question again (answers so far are the defaults)")
 	fs.BoolVar(&o.yes, "yes", false, "no confirmation prompts (CI); fails instead of asking")
 	fs.BoolVar(&o.destroy, "destroy", false, "delete the stack (the operations table is retained)")
 	if err := fs.Parse(args); err != nil {
-		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -venv, -template, -state)", err)
+		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -venv, -template, -state, -build-dir)", err)
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if !stackName.MatchString(o.stack) {
-		return options{}, fmt.Errorf("-stack %q: 1-128 letters, digits and hyphens, starting with a letter", o.stack)
+		return options{}, fmt.Errorf("-stack %q: 1-53 letters, digits and hyphens, starting with a letter (the reconciler's function name, <stack>-reconciler, may have 64)", o.stack)
 	}
 	if !regionName.MatchString(o.region) {
 		return options{}, fmt.Errorf("-region %q is not an AWS region name", o.region)
@@ -126,14 +129,18 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := saveAnswers(state, answers); err != nil {
 		return err
 	}
-	if err := r.run(ctx, out, sam, "build", "--template-file", o.template); err != nil {
+	if err := r.run(ctx, out, sam, "build", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
+	}
+	code, err := builtCode(o.buildDir)
+	if err != nil {
+		return err
 	}
 	placeholder := answers["ResourceUrl"] == ""
 	if placeholder {
 		answers["ResourceUrl"] = placeholderResourceURL
 	}
-	if err := r.run(ctx, out, deployCommand(sam, o, answers)...); err != nil {
+	if err := r.run(ctx, out, deployCommand(sam, o, answers, code)...); err != nil {
 		return fmt.Errorf("sam deploy: %w", err)
 	}
 	if !placeholder {
@@ -148,7 +155,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		return err
 	}
 	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience).\n", endpoint)
-	if err := r.run(ctx, out, deployCommand(sam, o, answers)...); err != nil {
+	if err := r.run(ctx, out, deployCommand(sam, o, answers, code)...); err != nil {
 		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,15 +16,32 @@ import (
 )
 
 // fakeAWS records the commands deploy runs and answers the account and
-// stack-output queries as a real account would.
+// stack-output queries as a real account would; its sam build writes code
+// (or "v1") as each function's bootstrap.
 type fakeAWS struct {
 	facts    accountFacts
 	endpoint string
+	code     string
 	ran      [][]string
 }
 
 func (f *fakeAWS) run(_ context.Context, _ io.Writer, cmd ...string) error {
 	f.ran = append(f.ran, cmd)
+	if len(cmd) > 1 && cmd[1] == "build" {
+		dir := cmd[slices.Index(cmd, "--build-dir")+1]
+		code := f.code
+		if code == "" {
+			code = "v1"
+		}
+		for _, fn := range builtFunctions {
+			if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(code+fn), 0o755); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -48,6 +66,7 @@ func (f *fakeAWS) deploys() [][]string {
 	return out
 }
 
+// overridesOf reads --parameter-overrides back as sam deploy does: Key="value".
 func overridesOf(cmd []string) map[string]string {
 	m := map[string]string{}
 	for i, a := range cmd {
@@ -56,7 +75,10 @@ func overridesOf(cmd []string) map[string]string {
 		}
 		for _, kv := range cmd[i+1:] {
 			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
+			if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+				panic("unquoted override " + kv)
+			}
+			m[k] = v[1 : len(v)-1]
 		}
 	}
 	return m
@@ -64,7 +86,7 @@ func overridesOf(cmd []string) map[string]string {
 
 func args(t *testing.T, extra ...string) []string {
 	t.Helper()
-	return append([]string{"-template", "../../template.yaml", "-state", t.TempDir(), "-venv", "/venv"}, extra...)
+	return append([]string{"-template", "../../template.yaml", "-state", t.TempDir(), "-venv", "/venv", "-build-dir", t.TempDir()}, extra...)
 }
 
 // firstRunAnswers answer the guided questions in order: Stage (default),
@@ -90,9 +112,11 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, "/intentgate/test/risk-key", second["RiskApiKeyParameterName"], "the secrets' parameter names are asked")
 	assert.Equal(t, "/intentgate/dev/release-api-key", second["ReleaseApiKeyParameterName"], "the template default is offered")
 	assert.Equal(t, "/intentgate/test/task-id-key", second["TaskIdKeyParameterName"], "the task id key's parameter is asked (MCP Tasks on Lambda)")
-	assert.NotContains(t, second, "AlarmTopicArn", "empty answers leave the template default")
+	assert.Equal(t, "", second["AlarmTopicArn"], "an empty answer is passed empty (the template default)")
+	assert.NotEqual(t, first["ConfigRevision"], second["ConfigRevision"], "the real ResourceUrl publishes new versions")
 	assert.Contains(t, deploys[1], "--confirm-changeset")
-	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][:6])
+	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--template-file"}, deploys[1][:3])
+	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][4:8])
 
 	// The second run asks nothing (stdin is empty) and deploys once.
 	aws2 := &fakeAWS{facts: aws.facts}
@@ -120,7 +144,7 @@ func TestDeployWithoutAnswersAndWithoutATerminalSaysWhatIsMissing(t *testing.T) 
 
 func TestDeployChecksTheAccountConcurrencyBeforeDeploying(t *testing.T) {
 	state := t.TempDir()
-	a := []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-yes"}
+	a := []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-build-dir", t.TempDir(), "-yes"}
 	answers := map[string]string{"TokenIssuer": "https://auth.example.com/", "JwksUrl": "https://auth.example.com/jwks.json",
 		"ResourceUrl": "https://mcp.example.com/mcp", "RiskApiUrl": "https://risk.example.com", "ReleaseApiUrl": "https://release.example.com"}
 	raw, err := json.Marshal(answers)
@@ -134,7 +158,7 @@ func TestDeployChecksTheAccountConcurrencyBeforeDeploying(t *testing.T) {
 	assert.Empty(t, small.deploys(), "refused before deploying")
 
 	// Interactive, the deployer accepts deploying without reservations.
-	interactive := []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv"}
+	interactive := []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-build-dir", t.TempDir()}
 	err = run(context.Background(), interactive, strings.NewReader("yes\n"), io.Discard, small)
 	require.NoError(t, err)
 	got := overridesOf(small.deploys()[0])
@@ -154,6 +178,7 @@ func TestDeployChecksTheAccountConcurrencyBeforeDeploying(t *testing.T) {
 func TestDeployArgumentsAreValidated(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-stack", "1bad"}, {"-stack", "has_underscore"}, {"-region", "mars"}, {"-guided", "-yes"}, {"extra"}, {"-nope"},
+		{"-stack", "s" + strings.Repeat("x", 53)}, // <stack>-reconciler would pass Lambda's 64
 	} {
 		_, err := parseArgs(bad)
 		assert.Error(t, err, "%v", bad)
@@ -161,6 +186,8 @@ func TestDeployArgumentsAreValidated(t *testing.T) {
 	o, err := parseArgs([]string{"-stack", "ig-prod", "-region", "eu-central-1"})
 	require.NoError(t, err)
 	assert.Equal(t, "ig-prod", o.stack)
+	_, err = parseArgs([]string{"-stack", "s" + strings.Repeat("x", 52)})
+	assert.NoError(t, err, "53 characters fit")
 }
 
 func TestDestroyDeletesTheStackOnly(t *testing.T) {
@@ -171,3 +198,92 @@ func TestDestroyDeletesTheStackOnly(t *testing.T) {
 }
 
 func (f *fakeAWS) ranRegion() string { return f.ran[0][5] }
+
+// rememberedAnswers writes an answers file for a -yes deploy and returns its
+// arguments.
+func rememberedAnswers(t *testing.T, extra map[string]string) []string {
+	t.Helper()
+	state := t.TempDir()
+	answers := map[string]string{"TokenIssuer": "https://auth.example.com/", "JwksUrl": "https://auth.example.com/jwks.json",
+		"ResourceUrl": "https://mcp.example.com/mcp", "RiskApiUrl": "https://risk.example.com", "ReleaseApiUrl": "https://release.example.com"}
+	for k, v := range extra {
+		answers[k] = v
+	}
+	raw, err := json.Marshal(answers)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(state, "intentgate-dev.json"), raw, 0o600))
+	return []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-build-dir", t.TempDir(), "-yes"}
+}
+
+// A new account (limit 50) deploys without reservations and without being
+// asked again: there is nothing to fit.
+func TestDeployWithoutReservationsNeedsNoConcurrencyHeadroom(t *testing.T) {
+	a := rememberedAnswers(t, map[string]string{"McpReservedConcurrency": "0", "ReconcilerReservedConcurrency": "0"})
+	small := &fakeAWS{facts: accountFacts{Limit: 50, Unreserved: 50}}
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, small))
+	require.Len(t, small.deploys(), 1)
+}
+
+// SAM names a version after the code and the function's properties with
+// parameter references unresolved, so each deploy names it (ConfigRevision)
+// after the built code and every answer: new code or a new answer publishes
+// new versions; the same deploy again publishes none.
+func TestEveryDeployNamesItsVersionsAfterTheCodeAndTheAnswers(t *testing.T) {
+	revision := func(a []string, aws *fakeAWS) string {
+		t.Helper()
+		require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
+		deploys := aws.deploys()
+		rev := overridesOf(deploys[len(deploys)-1])["ConfigRevision"]
+		assert.Regexp(t, `^[0-9a-f]{64}$`, rev, "the template's ConfigRevision pattern")
+		return rev
+	}
+	a := rememberedAnswers(t, nil)
+	facts := accountFacts{Limit: 1000, Unreserved: 1000}
+	first := revision(a, &fakeAWS{facts: facts})
+	assert.Equal(t, first, revision(a, &fakeAWS{facts: facts}), "nothing changed: no new version")
+	assert.NotEqual(t, first, revision(a, &fakeAWS{facts: facts, code: "v2"}), "new code")
+	changed := rememberedAnswers(t, map[string]string{"LogLevel": "DEBUG"})
+	assert.NotEqual(t, first, revision(changed, &fakeAWS{facts: facts}), "a parameter value alone")
+}
+
+// On an update sam deploy keeps the previous value of a parameter it is not
+// given, so an answer cleared (in the file, or with "-" when guided) is
+// passed empty rather than left out.
+func TestAClearedAnswerIsPassedEmpty(t *testing.T) {
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}}
+	a := rememberedAnswers(t, map[string]string{"AlarmTopicArn": ""})
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
+	got := overridesOf(aws.deploys()[0])
+	v, ok := got["AlarmTopicArn"]
+	assert.True(t, ok && v == "", "AlarmTopicArn passed empty: %v", got)
+
+	// Guided: the topic is remembered, and "-" clears it.
+	aws = &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp"}
+	state := t.TempDir()
+	guided := []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-build-dir", t.TempDir()}
+	withTopic := strings.Replace(firstRunAnswers, "/intentgate/test/task-id-key\n\n\n\n", "/intentgate/test/task-id-key\n\n\narn:aws:sns:us-east-1:123456789012:oncall\n", 1)
+	require.NoError(t, run(context.Background(), guided, strings.NewReader(withTopic), io.Discard, aws))
+	assert.Equal(t, "arn:aws:sns:us-east-1:123456789012:oncall", overridesOf(aws.deploys()[1])["AlarmTopicArn"])
+	cleared := strings.Repeat("\n", 11) + "-\n" + strings.Repeat("\n", 3) // the 12th question is the topic
+	again := &fakeAWS{facts: aws.facts}
+	require.NoError(t, run(context.Background(), append(guided, "-guided"), strings.NewReader(cleared), io.Discard, again))
+	assert.Equal(t, "", overridesOf(again.deploys()[0])["AlarmTopicArn"])
+}
+
+// sam deploy's override parser cuts an unquoted value at its first space and
+// turns \" into ": values go quoted, and a value it would mangle is refused
+// before anything is built.
+func TestAnswersReachSamDeployWhole(t *testing.T) {
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}}
+	a := rememberedAnswers(t, map[string]string{"OperatorName": "payments on-call", "DeployGrants": "team-a=svc1,svc2;team-b=svc3"})
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
+	cmd := aws.deploys()[0]
+	assert.Contains(t, cmd, `OperatorName="payments on-call"`)
+	assert.Contains(t, cmd, `DeployGrants="team-a=svc1,svc2;team-b=svc3"`)
+	assert.Equal(t, "DELETE", cmd[slices.Index(cmd, "--on-failure")+1], "a failed first create leaves no stack that refuses the retry")
+
+	bad := &fakeAWS{facts: aws.facts}
+	err := run(context.Background(), rememberedAnswers(t, map[string]string{"OperatorName": `say "hi"`}), strings.NewReader(""), io.Discard, bad)
+	require.ErrorContains(t, err, "quotes and backslashes")
+	assert.Empty(t, bad.deploys())
+}
