@@ -1,7 +1,7 @@
 // Command deploy is `make deploy` and `make destroy`: a one-command SAM
 // deployment of template.yaml to a real AWS account.
 //
-//	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes]
+//	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes] [-republish]
 //	go run ./infra/deploy -destroy [-stack ...] [-yes]
 //
 // The first run (or -guided) asks for what the template cannot default:
@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"time"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func main() {
 // options are the command line.
 type options struct {
 	stack, region, venv, template, stateDir, buildDir string
-	guided, yes, destroy                              bool
+	guided, yes, destroy, republish                   bool
 }
 
 func parseArgs(args []string) (options, error) {
@@ -59,8 +60,9 @@ func parseArgs(args []string) (options, error) {
 	fs.BoolVar(&o.guided, "guided", false, "ask every question again (answers so far are the defaults)")
 	fs.BoolVar(&o.yes, "yes", false, "no confirmation prompts (CI); fails instead of asking")
 	fs.BoolVar(&o.destroy, "destroy", false, "delete the stack (the operations table is retained)")
+	fs.BoolVar(&o.republish, "republish", false, "publish new versions even of unchanged code and answers (new instances read the SSM parameters again)")
 	if err := fs.Parse(args); err != nil {
-		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -venv, -template, -state, -build-dir)", err)
+		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -republish, -venv, -template, -state, -build-dir)", err)
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -135,6 +137,11 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	code, err := builtCode(o.buildDir)
 	if err != nil {
 		return err
+	}
+	if o.republish {
+		// A rotated SSM value is read by new instances only: a version
+		// unlike any before sends every call to one.
+		code = append(code, time.Now().UTC().Format(time.RFC3339Nano)...)
 	}
 	placeholder := answers["ResourceUrl"] == ""
 	if placeholder {

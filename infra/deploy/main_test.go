@@ -244,6 +244,11 @@ func TestEveryDeployNamesItsVersionsAfterTheCodeAndTheAnswers(t *testing.T) {
 	assert.NotEqual(t, first, revision(a, &fakeAWS{facts: facts, code: "v2"}), "new code")
 	changed := rememberedAnswers(t, map[string]string{"LogLevel": "DEBUG"})
 	assert.NotEqual(t, first, revision(changed, &fakeAWS{facts: facts}), "a parameter value alone")
+	// A rotated SSM value reaches only new instances: -republish publishes
+	// versions of the same code and answers.
+	once := revision(append(a, "-republish"), &fakeAWS{facts: facts})
+	assert.NotEqual(t, first, once)
+	assert.NotEqual(t, once, revision(append(a, "-republish"), &fakeAWS{facts: facts}))
 }
 
 // On an update sam deploy keeps the previous value of a parameter it is not
