@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -241,6 +242,25 @@ func saveAnswers(path string, answers map[string]string) error {
 	return nil
 }
 
+// withDefaults is every parameter a deploy passes: the answers, and the
+// template default of every other parameter that has one. On an update
+// sam deploy keeps the previous value of a parameter it is not given, so
+// a value set once by other means (samconfig.toml, a console update, the
+// first deploy's AllAtOnce) would otherwise outlive every later deploy:
+// what is deployed is the template and the answers, nothing older.
+func withDefaults(params map[string]parameter, answers map[string]string) map[string]string {
+	out := make(map[string]string, len(params))
+	for k, p := range params {
+		if p.Default != nil {
+			out[k] = *p.Default
+		}
+	}
+	for k, v := range answers {
+		out[k] = v
+	}
+	return out
+}
+
 // parameterOverrides renders answers for sam deploy, sorted so the command
 // line is stable. Every answer is passed, quoted (sam's parser cuts an
 // unquoted value at a space), empty ones too: on an update sam deploy
@@ -290,7 +310,13 @@ func builtCode(buildDir string) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
+// revisionParameter is the template parameter that names the versions; a
+// deploy computes it, it is never an answer.
+const revisionParameter = "ConfigRevision"
+
 func deployCommand(sam string, o options, answers map[string]string, code []byte) []string {
+	answers = maps.Clone(answers)
+	delete(answers, revisionParameter)
 	overrides := parameterOverrides(answers)
 	cmd := []string{sam, "deploy", "--template-file", filepath.Join(o.buildDir, "template.yaml"),
 		"--stack-name", o.stack, "--region", o.region,
@@ -307,5 +333,5 @@ func deployCommand(sam string, o options, answers map[string]string, code []byte
 	}
 	cmd = append(cmd, "--parameter-overrides")
 	cmd = append(cmd, overrides...)
-	return append(cmd, `ConfigRevision="`+configRevision(code, overrides)+`"`)
+	return append(cmd, revisionParameter+`="`+configRevision(code, overrides)+`"`)
 }

@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if placeholder {
 		answers["ResourceUrl"] = placeholderResourceURL
 	}
-	if err := r.run(ctx, out, deployCommand(sam, o, answers, code)...); err != nil {
+	if err := r.run(ctx, out, deployCommand(sam, o, withDefaults(tpl, answers), code)...); err != nil {
 		return fmt.Errorf("sam deploy: %w", err)
 	}
 	if !placeholder {
@@ -161,8 +161,14 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := saveAnswers(state, answers); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience).\n", endpoint)
-	if err := r.run(ctx, out, deployCommand(sam, o, answers, code)...); err != nil {
+	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience), all at once.\n", endpoint)
+	// The version on the alias now answers with the placeholder audience
+	// and refuses every real token: nothing is gained by shifting away from
+	// it gradually, and its refusals would set off the auth alarm that
+	// rolls the canary back. The answer itself is kept for later deploys.
+	fix := withDefaults(tpl, answers)
+	fix["DeploymentType"] = "AllAtOnce"
+	if err := r.run(ctx, out, deployCommand(sam, o, fix, code)...); err != nil {
 		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
 	}
 	return nil

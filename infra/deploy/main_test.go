@@ -75,6 +75,9 @@ func overridesOf(cmd []string) map[string]string {
 		}
 		for _, kv := range cmd[i+1:] {
 			k, v, _ := strings.Cut(kv, "=")
+			if _, twice := m[k]; twice {
+				panic("override given twice: " + k)
+			}
 			if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 				panic("unquoted override " + kv)
 			}
@@ -114,15 +117,24 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, "/intentgate/test/task-id-key", second["TaskIdKeyParameterName"], "the task id key's parameter is asked (MCP Tasks on Lambda)")
 	assert.Equal(t, "", second["AlarmTopicArn"], "an empty answer is passed empty (the template default)")
 	assert.NotEqual(t, first["ConfigRevision"], second["ConfigRevision"], "the real ResourceUrl publishes new versions")
+	assert.Equal(t, "Canary10Percent5Minutes", first["DeploymentType"])
+	assert.Equal(t, "AllAtOnce", second["DeploymentType"], "away from a version that refuses every real token at once")
 	assert.Contains(t, deploys[1], "--confirm-changeset")
 	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--template-file"}, deploys[1][:3])
 	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][4:8])
 
-	// The second run asks nothing (stdin is empty) and deploys once.
+	// The second run asks nothing (stdin is empty) and deploys once, by
+	// the remembered deployment type.
 	aws2 := &fakeAWS{facts: aws.facts}
 	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws2))
 	require.Len(t, aws2.deploys(), 1)
-	assert.Equal(t, second, overridesOf(aws2.deploys()[0]))
+	again := overridesOf(aws2.deploys()[0])
+	assert.Equal(t, "Canary10Percent5Minutes", again["DeploymentType"])
+	delete(again, "DeploymentType")
+	delete(again, "ConfigRevision")
+	delete(second, "DeploymentType")
+	delete(second, "ConfigRevision")
+	assert.Equal(t, second, again)
 }
 
 func TestDeployRefusesPlainHTTPAnswersUntilCorrected(t *testing.T) {
@@ -291,4 +303,24 @@ func TestAnswersReachSamDeployWhole(t *testing.T) {
 	err := run(context.Background(), rememberedAnswers(t, map[string]string{"OperatorName": `say "hi"`}), strings.NewReader(""), io.Discard, bad)
 	require.ErrorContains(t, err, "quotes and backslashes")
 	assert.Empty(t, bad.deploys())
+}
+
+// What a deploy leaves is the template and the answers, nothing older: every
+// parameter is passed (its answer, or its template default), because on an
+// update sam deploy keeps the previous value of one it is not given; the
+// first deploy's AllAtOnce, a samconfig.toml value or a console change would
+// otherwise outlive every later deploy.
+func TestEveryDeployPassesEveryParameter(t *testing.T) {
+	params, err := loadParameters("../../template.yaml")
+	require.NoError(t, err)
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws))
+	got := overridesOf(aws.deploys()[0])
+	for name, p := range params {
+		require.Contains(t, got, name)
+		if p.Default != nil && name != revisionParameter {
+			assert.Equal(t, *p.Default, got[name], name)
+		}
+	}
+	assert.Len(t, got, len(params))
 }
