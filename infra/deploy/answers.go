@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,12 +50,24 @@ func loadParameters(path string) (map[string]parameter, error) {
 	return doc.Parameters, nil
 }
 
+// emptyIsAnAnswer are parameters whose empty answer means something other
+// than the empty value: no ResourceUrl yet means "find it with a first
+// deploy".
+var emptyIsAnAnswer = map[string]bool{"ResourceUrl": true}
+
 // validate checks v as CloudFormation would, and that sam deploy can pass
 // it: its --parameter-overrides parser takes a quoted value but turns \"
-// into " and keeps any other backslash.
+// into " and keeps any other backslash, and it reads ParameterKey= inside
+// a value as the start of another parameter.
 func (p parameter) validate(name, v string) error {
+	if v == "" && emptyIsAnAnswer[name] {
+		return nil
+	}
 	if strings.ContainsAny(v, `"\`) {
 		return fmt.Errorf("%s=%q: quotes and backslashes can not be passed to sam deploy", name, v)
+	}
+	if strings.Contains(strings.ToLower(v), "parameterkey=") || strings.Contains(strings.ToLower(v), "parametervalue=") {
+		return fmt.Errorf("%s=%q: sam deploy would read ParameterKey=/ParameterValue= in a value as another parameter", name, v)
 	}
 	if p.AllowedPattern != "" {
 		re, err := regexp.Compile(p.AllowedPattern)
@@ -131,7 +141,7 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 		}
 		for {
 			prompt := q.prompt
-			if !q.required && def != "" {
+			if !q.required && def != "" && par.validate(q.param, "") == nil {
 				prompt += " (" + clearAnswer + " for none)"
 			}
 			v, err := p.ask(prompt, def)
@@ -148,14 +158,12 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 				fmt.Fprintln(p.out, "  required")
 				continue
 			}
-			if v != "" {
-				if err := par.validate(q.param, v); err != nil {
-					if !p.interactive {
-						return err
-					}
-					fmt.Fprintln(p.out, " ", err)
-					continue
+			if err := par.validate(q.param, v); err != nil {
+				if !p.interactive {
+					return err
 				}
+				fmt.Fprintln(p.out, " ", err)
+				continue
 			}
 			answers[q.param] = v
 			break
@@ -168,7 +176,7 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 		if !ok {
 			return fmt.Errorf("answers file: template.yaml has no parameter %s", k)
 		}
-		if err := par.validate(k, v); v != "" && err != nil {
+		if err := par.validate(k, v); err != nil {
 			return fmt.Errorf("answers file: %w", err)
 		}
 	}
@@ -279,45 +287,12 @@ func parameterOverrides(answers map[string]string) []string {
 	return out
 }
 
-// configRevision names the function versions a deploy publishes (the
-// template's ConfigRevision): a digest of the built code and every
-// parameter value, so new code or a new answer publishes new versions and
-// a deploy with neither publishes none.
-func configRevision(code []byte, overrides []string) string {
-	h := sha256.New()
-	h.Write(code)
-	for _, o := range overrides {
-		h.Write([]byte{0})
-		h.Write([]byte(o))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// builtFunctions are the functions sam build leaves in the build directory.
-var builtFunctions = []string{"McpFunction", "ReconcilerFunction"}
-
-// builtCode digests what sam build produced for each function.
-func builtCode(buildDir string) ([]byte, error) {
-	h := sha256.New()
-	for _, fn := range builtFunctions {
-		raw, err := os.ReadFile(filepath.Join(buildDir, fn, "bootstrap"))
-		if err != nil {
-			return nil, fmt.Errorf("read what sam build produced: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", fn, len(raw))
-		h.Write(raw)
-	}
-	return h.Sum(nil), nil
-}
-
-// revisionParameter is the template parameter that names the versions; a
-// deploy computes it, it is never an answer.
-const revisionParameter = "ConfigRevision"
-
-func deployCommand(sam string, o options, answers map[string]string, code []byte) []string {
-	answers = maps.Clone(answers)
-	delete(answers, revisionParameter)
-	overrides := parameterOverrides(answers)
+// deployCommand deploys the built template with params, each function's
+// revision (functionRevisions) in place of any answer for it.
+func deployCommand(sam string, o options, params, revisions map[string]string) []string {
+	params = maps.Clone(params)
+	maps.Copy(params, revisions)
+	overrides := parameterOverrides(params)
 	cmd := []string{sam, "deploy", "--template-file", filepath.Join(o.buildDir, "template.yaml"),
 		"--stack-name", o.stack, "--region", o.region,
 		"--capabilities", "CAPABILITY_IAM", "--resolve-s3", "--s3-prefix", o.stack,
@@ -325,13 +300,12 @@ func deployCommand(sam string, o options, answers map[string]string, code []byte
 		// ROLLBACK_COMPLETE, which refuses every later deploy; a failed
 		// update rolls back as always.
 		"--on-failure", "DELETE",
-		"--no-fail-on-empty-changeset", "--tags", "app=intentgate stage=" + answers["Stage"]}
+		"--no-fail-on-empty-changeset", "--tags", "app=intentgate stage=" + params["Stage"]}
 	if o.yes {
 		cmd = append(cmd, "--no-confirm-changeset")
 	} else {
 		cmd = append(cmd, "--confirm-changeset")
 	}
 	cmd = append(cmd, "--parameter-overrides")
-	cmd = append(cmd, overrides...)
-	return append(cmd, revisionParameter+`="`+configRevision(code, overrides)+`"`)
+	return append(cmd, overrides...)
 }

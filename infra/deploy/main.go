@@ -13,8 +13,9 @@
 // concurrency must leave Lambda its 100 unreserved executions. Without a
 // ResourceUrl (no custom domain yet) it deploys once with a placeholder,
 // reads the McpEndpointUrl output and deploys again with it. Every deploy
-// names the function versions after the built code and every parameter
-// value (ConfigRevision), so a change of answers alone reaches the alias.
+// names each function's version after its built code, its properties and
+// the parameter values they use (<Function>Revision), so a change of
+// answers alone reaches the alias, and only of the functions it touches.
 //
 // AWS is reached only through the tools virtualenv (sam, and boto3 for the
 // account checks); credentials come from the usual AWS environment.
@@ -134,20 +135,24 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := r.run(ctx, out, sam, "build", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
 	}
-	code, err := builtCode(o.buildDir)
-	if err != nil {
-		return err
-	}
+	salt := ""
 	if o.republish {
-		// A rotated SSM value is read by new instances only: a version
-		// unlike any before sends every call to one.
-		code = append(code, time.Now().UTC().Format(time.RFC3339Nano)...)
+		// A rotated SSM value is read by new instances only: versions
+		// unlike any before send every call to one.
+		salt = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	deploy := func(params map[string]string) error {
+		revisions, err := functionRevisions(o.buildDir, tpl, params, salt)
+		if err != nil {
+			return err
+		}
+		return r.run(ctx, out, deployCommand(sam, o, params, revisions)...)
 	}
 	placeholder := answers["ResourceUrl"] == ""
 	if placeholder {
 		answers["ResourceUrl"] = placeholderResourceURL
 	}
-	if err := r.run(ctx, out, deployCommand(sam, o, withDefaults(tpl, answers), code)...); err != nil {
+	if err := deploy(withDefaults(tpl, answers)); err != nil {
 		return fmt.Errorf("sam deploy: %w", err)
 	}
 	if !placeholder {
@@ -165,10 +170,11 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	// The version on the alias now answers with the placeholder audience
 	// and refuses every real token: nothing is gained by shifting away from
 	// it gradually, and its refusals would set off the auth alarm that
-	// rolls the canary back. The answer itself is kept for later deploys.
+	// rolls the canary back. The answer itself is kept for later deploys,
+	// and the deployment type is not part of a version.
 	fix := withDefaults(tpl, answers)
 	fix["DeploymentType"] = "AllAtOnce"
-	if err := r.run(ctx, out, deployCommand(sam, o, fix, code)...); err != nil {
+	if err := deploy(fix); err != nil {
 		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
 	}
 	return nil

@@ -16,33 +16,52 @@ import (
 )
 
 // fakeAWS records the commands deploy runs and answers the account and
-// stack-output queries as a real account would; its sam build writes code
-// (or "v1") as each function's bootstrap.
+// stack-output queries as a real account would. Its sam build writes what
+// the real one does: the template with each CodeUri turned into the
+// function's build directory (edited by edit, when set), and a bootstrap
+// per function (code, or "v1"; codeOf overrides it per function).
 type fakeAWS struct {
 	facts    accountFacts
 	endpoint string
 	code     string
+	codeOf   map[string]string
+	edit     func(template string) string
 	ran      [][]string
 }
 
+var builtFunctions = map[string]string{"McpFunction": "functions/mcp", "ReconcilerFunction": "functions/reconciler"}
+
 func (f *fakeAWS) run(_ context.Context, _ io.Writer, cmd ...string) error {
 	f.ran = append(f.ran, cmd)
-	if len(cmd) > 1 && cmd[1] == "build" {
-		dir := cmd[slices.Index(cmd, "--build-dir")+1]
+	if len(cmd) < 2 || cmd[1] != "build" {
+		return nil
+	}
+	dir := cmd[slices.Index(cmd, "--build-dir")+1]
+	raw, err := os.ReadFile(cmd[slices.Index(cmd, "--template-file")+1])
+	if err != nil {
+		return err
+	}
+	tpl := string(raw)
+	for fn, src := range builtFunctions {
+		tpl = strings.Replace(tpl, "CodeUri: "+src+"\n", "CodeUri: "+fn+"\n", 1)
 		code := f.code
 		if code == "" {
 			code = "v1"
 		}
-		for _, fn := range builtFunctions {
-			if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(code+fn), 0o755); err != nil {
-				return err
-			}
+		if c, ok := f.codeOf[fn]; ok {
+			code = c
+		}
+		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(code), 0o755); err != nil {
+			return err
 		}
 	}
-	return nil
+	if f.edit != nil {
+		tpl = f.edit(tpl)
+	}
+	return os.WriteFile(filepath.Join(dir, "template.yaml"), []byte(tpl), 0o644)
 }
 
 func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
@@ -116,7 +135,8 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, "/intentgate/dev/release-api-key", second["ReleaseApiKeyParameterName"], "the template default is offered")
 	assert.Equal(t, "/intentgate/test/task-id-key", second["TaskIdKeyParameterName"], "the task id key's parameter is asked (MCP Tasks on Lambda)")
 	assert.Equal(t, "", second["AlarmTopicArn"], "an empty answer is passed empty (the template default)")
-	assert.NotEqual(t, first["ConfigRevision"], second["ConfigRevision"], "the real ResourceUrl publishes new versions")
+	assert.NotEqual(t, first["McpFunctionRevision"], second["McpFunctionRevision"], "the real ResourceUrl publishes a new MCP version")
+	assert.Equal(t, first["ReconcilerFunctionRevision"], second["ReconcilerFunctionRevision"], "the reconciler does not use ResourceUrl")
 	assert.Equal(t, "Canary10Percent5Minutes", first["DeploymentType"])
 	assert.Equal(t, "AllAtOnce", second["DeploymentType"], "away from a version that refuses every real token at once")
 	assert.Contains(t, deploys[1], "--confirm-changeset")
@@ -131,10 +151,8 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	again := overridesOf(aws2.deploys()[0])
 	assert.Equal(t, "Canary10Percent5Minutes", again["DeploymentType"])
 	delete(again, "DeploymentType")
-	delete(again, "ConfigRevision")
 	delete(second, "DeploymentType")
-	delete(second, "ConfigRevision")
-	assert.Equal(t, second, again)
+	assert.Equal(t, second, again, "and the same revisions: the deployment type is not part of a version")
 }
 
 func TestDeployRefusesPlainHTTPAnswersUntilCorrected(t *testing.T) {
@@ -236,31 +254,69 @@ func TestDeployWithoutReservationsNeedsNoConcurrencyHeadroom(t *testing.T) {
 	require.Len(t, small.deploys(), 1)
 }
 
-// SAM names a version after the code and the function's properties with
-// parameter references unresolved, so each deploy names it (ConfigRevision)
-// after the built code and every answer: new code or a new answer publishes
-// new versions; the same deploy again publishes none.
-func TestEveryDeployNamesItsVersionsAfterTheCodeAndTheAnswers(t *testing.T) {
-	revision := func(a []string, aws *fakeAWS) string {
+// Given a revision, SAM names a version after it alone, so each deploy
+// names each function's version (<Function>Revision) after its built code,
+// its properties and Globals, and the parameter values those use: new code,
+// a template change or a new answer publishes a new version of the
+// functions it touches and of no other; the same deploy again, or a change
+// only to how versions are deployed or watched, publishes none.
+func TestEveryDeployNamesEachVersionAfterWhatMakesIt(t *testing.T) {
+	facts := accountFacts{Limit: 1000, Unreserved: 1000}
+	revisions := func(a []string, aws *fakeAWS) map[string]string {
 		t.Helper()
+		if aws.facts == (accountFacts{}) {
+			aws.facts = facts
+		}
 		require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
 		deploys := aws.deploys()
-		rev := overridesOf(deploys[len(deploys)-1])["ConfigRevision"]
-		assert.Regexp(t, `^[0-9a-f]{64}$`, rev, "the template's ConfigRevision pattern")
-		return rev
+		got := overridesOf(deploys[len(deploys)-1])
+		out := map[string]string{}
+		for _, fn := range []string{"McpFunction", "ReconcilerFunction"} {
+			out[fn] = got[fn+"Revision"]
+			assert.Regexp(t, `^[0-9a-f]{64}$`, out[fn], "the template's revision pattern")
+		}
+		return out
 	}
 	a := rememberedAnswers(t, nil)
-	facts := accountFacts{Limit: 1000, Unreserved: 1000}
-	first := revision(a, &fakeAWS{facts: facts})
-	assert.Equal(t, first, revision(a, &fakeAWS{facts: facts}), "nothing changed: no new version")
-	assert.NotEqual(t, first, revision(a, &fakeAWS{facts: facts, code: "v2"}), "new code")
-	changed := rememberedAnswers(t, map[string]string{"LogLevel": "DEBUG"})
-	assert.NotEqual(t, first, revision(changed, &fakeAWS{facts: facts}), "a parameter value alone")
+	base := revisions(a, &fakeAWS{})
+	assert.NotEqual(t, base["McpFunction"], base["ReconcilerFunction"])
+	assert.Equal(t, base, revisions(a, &fakeAWS{}), "nothing changed: no new version")
+
+	both := func(t *testing.T, got map[string]string, why string) {
+		t.Helper()
+		assert.NotEqual(t, base["McpFunction"], got["McpFunction"], why)
+		assert.NotEqual(t, base["ReconcilerFunction"], got["ReconcilerFunction"], why)
+	}
+	mcpOnly := func(t *testing.T, got map[string]string, why string) {
+		t.Helper()
+		assert.NotEqual(t, base["McpFunction"], got["McpFunction"], why)
+		assert.Equal(t, base["ReconcilerFunction"], got["ReconcilerFunction"], why)
+	}
+	none := func(t *testing.T, got map[string]string, why string) {
+		t.Helper()
+		assert.Equal(t, base, got, why)
+	}
+	both(t, revisions(a, &fakeAWS{code: "v2"}), "new code in both")
+	mcpOnly(t, revisions(a, &fakeAWS{codeOf: map[string]string{"McpFunction": "v2"}}), "new MCP code")
+	both(t, revisions(rememberedAnswers(t, map[string]string{"LogLevel": "DEBUG"}), &fakeAWS{}), "a Globals setting's parameter")
+	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"ResourceUrl": "https://mcp2.example.com/mcp"}), &fakeAWS{}), "a parameter only the MCP function uses")
+	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "s"}), &fakeAWS{}),
+		"a parameter the MCP function uses through a condition")
+	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"McpReservedConcurrency": "0"}), &fakeAWS{}), "a property through an If")
+	none(t, revisions(rememberedAnswers(t, map[string]string{"DeploymentType": "AllAtOnce"}), &fakeAWS{}), "how versions are deployed")
+	none(t, revisions(rememberedAnswers(t, map[string]string{"UnknownAgeAlarmMinutes": "30"}), &fakeAWS{}), "an alarm threshold")
+	both(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "    MemorySize: 256\n", "    MemorySize: 512\n", 1)
+	}}), "a template change to Globals")
+	mcpOnly(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "          INTENTGATE_MAX_QUEUE: \"0\"\n", "          INTENTGATE_MAX_QUEUE: \"1\"\n", 1)
+	}}), "a template change to the MCP function's environment")
+
 	// A rotated SSM value reaches only new instances: -republish publishes
-	// versions of the same code and answers.
-	once := revision(append(a, "-republish"), &fakeAWS{facts: facts})
-	assert.NotEqual(t, first, once)
-	assert.NotEqual(t, once, revision(append(a, "-republish"), &fakeAWS{facts: facts}))
+	// versions of the same code and answers, new every time.
+	once := revisions(append(a, "-republish"), &fakeAWS{})
+	both(t, once, "-republish")
+	assert.NotEqual(t, once, revisions(append(a, "-republish"), &fakeAWS{}))
 }
 
 // On an update sam deploy keeps the previous value of a parameter it is not
@@ -318,9 +374,42 @@ func TestEveryDeployPassesEveryParameter(t *testing.T) {
 	got := overridesOf(aws.deploys()[0])
 	for name, p := range params {
 		require.Contains(t, got, name)
-		if p.Default != nil && name != revisionParameter {
+		if p.Default != nil && !strings.HasSuffix(name, revisionSuffix) {
 			assert.Equal(t, *p.Default, got[name], name)
 		}
 	}
 	assert.Len(t, got, len(params))
+}
+
+// "-" empties only an answer whose parameter may be empty: Stage may not,
+// so it is refused and asked again, and its prompt does not offer it.
+func TestAnAnswerThatMayNotBeEmptyCannotBeCleared(t *testing.T) {
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp"}
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), args(t), strings.NewReader("-\nprod\n"+strings.TrimPrefix(firstRunAnswers, "\n")), &out, aws))
+	assert.Contains(t, out.String(), `Stage="" does not match`)
+	assert.NotContains(t, out.String(), "Environment name ("+clearAnswer+" for none)")
+	assert.Contains(t, out.String(), "SNS topic ARN for alarms (empty: none) [")
+	assert.Equal(t, "prod", overridesOf(aws.deploys()[0])["Stage"])
+}
+
+// A first deploy that failed leaves the answers with no ResourceUrl; the
+// next run finds the endpoint again instead of refusing the empty answer.
+func TestARunAfterAFailedFirstDeployStillFindsItsEndpoint(t *testing.T) {
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp"}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"ResourceUrl": ""}), strings.NewReader(""), io.Discard, aws))
+	deploys := aws.deploys()
+	require.Len(t, deploys, 2)
+	assert.Equal(t, placeholderResourceURL, overridesOf(deploys[0])["ResourceUrl"])
+	assert.Equal(t, aws.endpoint, overridesOf(deploys[1])["ResourceUrl"])
+}
+
+// sam deploy's override parser tries ParameterKey=...,ParameterValue=...
+// across a whole argument first: such a value would set another parameter
+// and drop its own.
+func TestAValueThatSamWouldReadAsAnotherParameterIsRefused(t *testing.T) {
+	bad := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}}
+	err := run(context.Background(), rememberedAnswers(t, map[string]string{"OperatorName": "x ParameterKey=Stage,ParameterValue=prod"}), strings.NewReader(""), io.Discard, bad)
+	require.ErrorContains(t, err, "another parameter")
+	assert.Empty(t, bad.deploys())
 }

@@ -6,10 +6,11 @@ AutoPublishAlias creates, for one) that CloudFormation then refuses.
     python infra/sam/expand.py template.yaml OUT_DIR
 
 writes OUT_DIR/expanded-token.json and OUT_DIR/expanded-gateway.json (the
-two auth modes) and checks that a new ConfigRevision publishes new function
-versions: SAM names a version after the function's code and properties with
-parameter references unresolved, so a change of parameter values alone would
-leave the alias on the old version without it.
+two auth modes) and checks that a function's new revision (the template's
+<Function>Revision parameter) publishes a new version of that function and
+of no other: SAM names a version after the function's code and properties
+with parameter references unresolved, so a change of parameter values alone
+would leave the alias on the old version without it.
 """
 
 import json
@@ -98,10 +99,11 @@ def main():
             json.dump(expanded, f, indent=1, default=str)
         print("%s: %d resources" % (path, len(expanded["Resources"])))
 
-    first = versions(expand(source, {"ConfigRevision": "1" * 64}))
-    again = versions(expand(source, {"ConfigRevision": "1" * 64}))
-    other = versions(expand(source, {"ConfigRevision": "2" * 64}))
-    # Without a revision (plain sam deploy) new code still publishes.
+    revisions = {fn: "1" * 64 for fn in FUNCTIONS}
+    named = {fn + "Revision": rev for fn, rev in revisions.items()}
+    first = versions(expand(source, named))
+    again = versions(expand(source, named))
+    # Without revisions (plain sam deploy) new code still publishes.
     unnamed = versions(expand(source, {}))
     new_code = versions(expand(source, {}, code="build-2"))
     problems = []
@@ -110,16 +112,20 @@ def main():
             problems.append("%s publishes no version (AutoPublishAlias?)" % fn)
             continue
         if first[fn] != again[fn]:
-            problems.append("%s: the same ConfigRevision named two versions" % fn)
-        if first[fn] == other[fn]:
-            problems.append("%s: a new ConfigRevision publishes no new version (AutoPublishCodeSha256?)" % fn)
+            problems.append("%s: the same revision named two versions" % fn)
+        moved = versions(expand(source, dict(named, **{fn + "Revision": "2" * 64})))
+        for other in FUNCTIONS:
+            if other == fn and moved[other] == first[other]:
+                problems.append("%s: a new %sRevision publishes no new version (AutoPublishCodeSha256?)" % (fn, fn))
+            if other != fn and moved[other] != first[other]:
+                problems.append("%s: a new %sRevision publishes a version of %s too" % (other, fn, other))
         if unnamed[fn] == new_code[fn]:
-            problems.append("%s: without a ConfigRevision, new code publishes no new version" % fn)
+            problems.append("%s: without a revision, new code publishes no new version" % fn)
     if problems:
         for p in problems:
             print("expand: " + p, file=sys.stderr)
         return 1
-    print("a new ConfigRevision, or new code without one, publishes a new version of %s" % " and ".join(FUNCTIONS))
+    print("a function's new revision publishes a new version of it alone; without one, new code publishes (%s)" % ", ".join(FUNCTIONS))
     return 0
 
 
