@@ -188,16 +188,42 @@ func TestTemplateDeploysThroughACanaryRolledBackByAlarms(t *testing.T) {
 				id := strings.TrimPrefix(strings.TrimSuffix(a.(string), "-PLACEHOLDER"), "intentgate-test-")
 				alarm := tpl.resource(t, id)
 				assert.Equal(t, "AWS::CloudWatch::Alarm", alarm.get("Type").Value)
-				assert.NotContains(t, referencedResources(alarm), "HttpApi", "%s: rollback alarm %s names the API", fn.id, id)
-				if ns := alarm.get("Properties", "Namespace"); ns != nil && ns.Value == "AWS/Lambda" {
-					dims := map[string]bool{}
-					for _, d := range alarm.get("Properties", "Dimensions").Content {
-						dims[(*yamlNode)(d).get("Name").Value] = true
+				names := referencedResources(alarm)
+				if d := alarm.get("DependsOn"); d != nil {
+					names = append(names, d.Value)
+					for _, c := range d.Content {
+						names = append(names, c.Value)
 					}
-					assert.True(t, dims["ExecutedVersion"] && dims["Resource"], "%s: rollback alarm %s must count the version the alias runs", fn.id, id)
 				}
-				if m := alarm.get("Properties", "MetricName"); m != nil {
-					assert.False(t, strings.HasPrefix(m.Value, "Approximate"), "%s: rollback alarm %s watches a state (%s), not events", fn.id, id, m.Value)
+				assert.NotContains(t, names, "HttpApi", "%s: rollback alarm %s names the API", fn.id, id)
+				for _, m := range metricsOfAlarm(alarm) {
+					if m.get("MetricName") != nil {
+						assert.False(t, strings.HasPrefix(m.get("MetricName").Value, "Approximate"),
+							"%s: rollback alarm %s watches a state (%s), not events", fn.id, id, m.get("MetricName").Value)
+					}
+					if m.get("Namespace") == nil || m.get("Namespace").Value != "AWS/Lambda" {
+						continue
+					}
+					dims := map[string]*yamlNode{}
+					for _, d := range m.get("Dimensions").Content {
+						dims[(*yamlNode)(d).get("Name").Value] = (*yamlNode)(d).get("Value")
+					}
+					owner := ""
+					if f := dims["FunctionName"]; f != nil {
+						if name, arg := intrinsic(f); name == "Ref" {
+							owner = arg.Value
+						}
+					}
+					require.NotEmpty(t, owner, "%s: rollback alarm %s: a Lambda metric of which function?", fn.id, id)
+					if r := dims["Resource"]; assert.NotNil(t, r, "%s: rollback alarm %s must count the alias's invocations", fn.id, id) {
+						name, arg := intrinsic(r)
+						assert.Equal(t, []string{"Fn::Sub", "${" + owner + "}:live"}, []string{name, arg.Value}, "%s: rollback alarm %s: Resource", fn.id, id)
+					}
+					if v := dims["ExecutedVersion"]; assert.NotNil(t, v, "%s: rollback alarm %s must count the version the alias runs", fn.id, id) {
+						name, arg := intrinsic(v)
+						assert.Equal(t, []string{"Fn::GetAtt", owner + ".Version.Version"}, []string{name, arg.Value},
+							"%s: rollback alarm %s: ExecutedVersion must be the version this deploy published", fn.id, id)
+					}
 				}
 				if c := alarm.get("Condition"); c != nil {
 					on, err := ev.condition(c.Value)
@@ -358,3 +384,24 @@ func referencedResources(n *yamlNode) []string {
 }
 
 var subReference = regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
+
+// metricsOfAlarm are the metric nodes one alarm reads, wherever they sit:
+// its own Namespace/MetricName/Dimensions, or a MetricStat of its metric
+// math.
+func metricsOfAlarm(alarm *yamlNode) []*yamlNode {
+	var out []*yamlNode
+	var walk func(n *yamlNode)
+	walk = func(n *yamlNode) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.MappingNode && n.get("MetricName") != nil {
+			out = append(out, n)
+		}
+		for _, c := range n.Content {
+			walk((*yamlNode)(c))
+		}
+	}
+	walk(alarm.get("Properties"))
+	return out
+}
