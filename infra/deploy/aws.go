@@ -118,17 +118,30 @@ func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error
 
 const outputScript = `
 import boto3, sys
+from botocore.exceptions import ClientError
 stack, region, key = sys.argv[1], sys.argv[2], sys.argv[3]
-outs = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
-print(next(o["OutputValue"] for o in outs if o["OutputKey"] == key))
+try:
+    stacks = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"]
+except ClientError as e:
+    if "does not exist" in str(e):
+        print("")
+        sys.exit(0)
+    raise
+outs = stacks[0].get("Outputs", [])
+print(next((o["OutputValue"] for o in outs if o["OutputKey"] == key), ""))
 `
 
+// stackOutput reads one output of the stack; empty when there is no stack
+// (or no such output) yet.
 func stackOutput(ctx context.Context, r runner, python string, o options, key string) (string, error) {
 	raw, err := r.output(ctx, python, "-c", outputScript, o.stack, o.region, key)
 	if err != nil {
 		return "", fmt.Errorf("read stack output %s: %w", key, err)
 	}
 	v := strings.TrimSpace(string(raw))
+	if v == "" {
+		return "", nil
+	}
 	if !strings.HasPrefix(v, "https://") {
 		return "", fmt.Errorf("stack output %s = %q is not an https URL", key, v)
 	}

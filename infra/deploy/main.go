@@ -24,12 +24,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -135,11 +138,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := r.run(ctx, out, sam, "build", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
 	}
-	salt := ""
-	if o.republish {
-		// A rotated SSM value is read by new instances only: versions
-		// unlike any before send every call to one.
-		salt = time.Now().UTC().Format(time.RFC3339Nano)
+	salt, err := republishSalt(o, filepath.Join(o.stateDir, o.stack+".republished"))
+	if err != nil {
+		return err
 	}
 	deploy := func(params map[string]string) error {
 		revisions, err := functionRevisions(o.buildDir, tpl, params, salt)
@@ -147,6 +148,18 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 			return err
 		}
 		return r.run(ctx, out, deployCommand(sam, o, params, revisions)...)
+	}
+	if answers["ResourceUrl"] == "" {
+		// No answer: the API's own URL. A stack that exists already has it
+		// (a first deploy whose second pass failed, or an answer cleared).
+		endpoint, err := stackOutput(ctx, r, python, o, "McpEndpointUrl")
+		if err != nil {
+			return err
+		}
+		if endpoint != "" {
+			fmt.Fprintf(out, "ResourceUrl: the stack's endpoint, %s.\n", endpoint)
+			answers["ResourceUrl"] = endpoint
+		}
 	}
 	placeholder := answers["ResourceUrl"] == ""
 	if placeholder {
@@ -156,30 +169,57 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		return fmt.Errorf("sam deploy: %w", err)
 	}
 	if !placeholder {
-		return nil
+		return saveAnswers(state, answers)
 	}
 	endpoint, err := stackOutput(ctx, r, python, o, "McpEndpointUrl")
 	if err != nil {
 		return err
 	}
-	answers["ResourceUrl"] = endpoint
-	if err := saveAnswers(state, answers); err != nil {
-		return err
+	if endpoint == "" {
+		return fmt.Errorf("the stack %s has no McpEndpointUrl output after its deploy", o.stack)
 	}
+	answers["ResourceUrl"] = endpoint
 	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience), all at once.\n", endpoint)
 	// The version on the alias now answers with the placeholder audience
 	// and refuses every real token: nothing is gained by shifting away from
 	// it gradually, and its refusals would set off the auth alarm that
-	// rolls the canary back. The answer itself is kept for later deploys,
-	// and the deployment type is not part of a version.
+	// rolls the canary back. The deployment type is not part of a version.
 	fix := withDefaults(tpl, answers)
 	fix["DeploymentType"] = "AllAtOnce"
 	if err := deploy(fix); err != nil {
 		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
 	}
-	return nil
+	// Remembered once deployed: a run after a failed second pass finds the
+	// endpoint on the stack.
+	return saveAnswers(state, answers)
 }
 
 // placeholderResourceURL stands in for ResourceUrl until the first deploy
 // reveals the API's URL; no token is ever minted for it.
 const placeholderResourceURL = "https://resource-url.pending.invalid/mcp"
+
+// republishSalt is what makes -republish's versions unlike any before: a
+// rotated SSM value is read by new instances only, and new versions send
+// every call to one. It is remembered in path, so the deploys after it
+// name the versions as it did and publish nothing new; the next
+// -republish replaces it.
+func republishSalt(o options, path string) (string, error) {
+	if !o.republish {
+		raw, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read the last -republish: %w", err)
+		}
+		return strings.TrimSpace(string(raw)), nil
+	}
+	salt := time.Now().UTC().Format(time.RFC3339Nano)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("remember -republish: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(salt+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("remember -republish: %w", err)
+	}
+	return salt, nil
+}

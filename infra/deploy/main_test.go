@@ -13,26 +13,37 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // fakeAWS records the commands deploy runs and answers the account and
 // stack-output queries as a real account would. Its sam build writes what
-// the real one does: the template with each CodeUri turned into the
-// function's build directory (edited by edit, when set), and a bootstrap
-// per function (code, or "v1"; codeOf overrides it per function).
+// the real one does: the template (edited by edit, when set) in the long
+// form (Ref:, Fn::If:) without comments, each CodeUri turned into the
+// function's build directory, and a bootstrap per function (code, or "v1";
+// codeOf overrides it per function).
+//
+// The stack exists (describe_stacks answers endpoint) once a deploy ran,
+// or from the start when existing is set; failDeploy fails the n-th deploy
+// (1-based).
 type fakeAWS struct {
-	facts    accountFacts
-	endpoint string
-	code     string
-	codeOf   map[string]string
-	edit     func(template string) string
-	ran      [][]string
+	facts      accountFacts
+	endpoint   string
+	existing   bool
+	failDeploy int
+	code       string
+	codeOf     map[string]string
+	edit       func(template string) string
+	ran        [][]string
 }
 
 var builtFunctions = map[string]string{"McpFunction": "functions/mcp", "ReconcilerFunction": "functions/reconciler"}
 
 func (f *fakeAWS) run(_ context.Context, _ io.Writer, cmd ...string) error {
 	f.ran = append(f.ran, cmd)
+	if len(cmd) > 1 && cmd[1] == "deploy" && len(f.deploys()) == f.failDeploy {
+		return fmt.Errorf("the change set failed")
+	}
 	if len(cmd) < 2 || cmd[1] != "build" {
 		return nil
 	}
@@ -61,7 +72,44 @@ func (f *fakeAWS) run(_ context.Context, _ io.Writer, cmd ...string) error {
 	if f.edit != nil {
 		tpl = f.edit(tpl)
 	}
-	return os.WriteFile(filepath.Join(dir, "template.yaml"), []byte(tpl), 0o644)
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(tpl), &doc); err != nil {
+		return err
+	}
+	longForm(&doc)
+	built, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "template.yaml"), built, 0o644)
+}
+
+// longForm rewrites short-form intrinsics (!Ref X) as sam build writes
+// them (Ref: X) and drops comments.
+func longForm(n *yaml.Node) {
+	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	for _, c := range n.Content {
+		longForm(c)
+	}
+	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
+		return
+	}
+	name := strings.TrimPrefix(n.Tag, "!")
+	if name != "Ref" && name != "Condition" {
+		name = "Fn::" + name
+	}
+	arg := *n
+	arg.Tag = ""
+	arg.Style = 0
+	if name == "Fn::GetAtt" && arg.Kind == yaml.ScalarNode {
+		res, attr, _ := strings.Cut(arg.Value, ".")
+		arg = yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Value: res}, {Kind: yaml.ScalarNode, Value: attr}}}
+	}
+	if arg.Kind == yaml.ScalarNode {
+		arg.Tag = "!!str"
+	}
+	*n = yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: name}, &arg}}
 }
 
 func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
@@ -70,6 +118,9 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
 	case strings.Contains(cmd[2], "describe_stacks"):
+		if !f.existing && len(f.deploys()) == 0 {
+			return []byte("\n"), nil // no stack yet
+		}
 		return []byte(f.endpoint + "\n"), nil
 	}
 	return nil, fmt.Errorf("unexpected command %v", cmd)
@@ -302,8 +353,17 @@ func TestEveryDeployNamesEachVersionAfterWhatMakesIt(t *testing.T) {
 	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"ResourceUrl": "https://mcp2.example.com/mcp"}), &fakeAWS{}), "a parameter only the MCP function uses")
 	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "s"}), &fakeAWS{}),
 		"a parameter the MCP function uses through a condition")
-	mcpOnly(t, revisions(rememberedAnswers(t, map[string]string{"McpReservedConcurrency": "0"}), &fakeAWS{}), "a property through an If")
+	none(t, revisions(rememberedAnswers(t, map[string]string{"McpReservedConcurrency": "0"}), &fakeAWS{}), "a reservation is not part of a version")
 	none(t, revisions(rememberedAnswers(t, map[string]string{"DeploymentType": "AllAtOnce"}), &fakeAWS{}), "how versions are deployed")
+	none(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "Schedule: rate(1 minute)", "Schedule: rate(2 minutes)", 1)
+	}}), "what invokes a version")
+	mcpOnly(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, `HasTaskIdKey: !Not [!Equals [!Ref TaskIdKeyParameterName, ""]]`, `HasTaskIdKey: !Equals [!Ref TaskIdKeyParameterName, ""]`, 1)
+	}}), "an edited condition the MCP function uses")
+	mcpOnly(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "LogGroupName: !Sub /aws/lambda/${AWS::StackName}-mcp", "LogGroupName: !Sub /aws/lambda/${AWS::StackName}-mcp-logs", 1)
+	}}), "a resource the MCP function names, replaced")
 	none(t, revisions(rememberedAnswers(t, map[string]string{"UnknownAgeAlarmMinutes": "30"}), &fakeAWS{}), "an alarm threshold")
 	both(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
 		return strings.Replace(tpl, "    MemorySize: 256\n", "    MemorySize: 512\n", 1)
@@ -313,10 +373,32 @@ func TestEveryDeployNamesEachVersionAfterWhatMakesIt(t *testing.T) {
 	}}), "a template change to the MCP function's environment")
 
 	// A rotated SSM value reaches only new instances: -republish publishes
-	// versions of the same code and answers, new every time.
+	// versions of the same code and answers, new every time, and the
+	// deploys after it publish nothing more.
 	once := revisions(append(a, "-republish"), &fakeAWS{})
 	both(t, once, "-republish")
-	assert.NotEqual(t, once, revisions(append(a, "-republish"), &fakeAWS{}))
+	assert.Equal(t, once, revisions(a, &fakeAWS{}), "the deploy after a -republish")
+	twice := revisions(append(a, "-republish"), &fakeAWS{})
+	assert.NotEqual(t, once, twice)
+	assert.Equal(t, twice, revisions(a, &fakeAWS{}))
+}
+
+// A revision can not follow a value the template does not show: a function
+// property taken from a mapping, another stack's export or a dynamic
+// reference stops the deploy before anything is deployed.
+func TestAFunctionPropertyARevisionCannotFollowIsRefused(t *testing.T) {
+	for _, value := range []string{
+		`!FindInMap [Sizes, !Ref Stage, Memory]`,
+		`!ImportValue shared-table-name`,
+		`"{{resolve:ssm:/intentgate/table}}"`,
+	} {
+		aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, edit: func(tpl string) string {
+			return strings.Replace(tpl, "        INTENTGATE_STAGE: !Ref Stage\n", "        INTENTGATE_STAGE: "+value+"\n", 1)
+		}}
+		err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+		require.ErrorContains(t, err, "a revision can not follow", value)
+		assert.Empty(t, aws.deploys(), value)
+	}
 }
 
 // On an update sam deploy keeps the previous value of a parameter it is not
@@ -393,15 +475,41 @@ func TestAnAnswerThatMayNotBeEmptyCannotBeCleared(t *testing.T) {
 	assert.Equal(t, "prod", overridesOf(aws.deploys()[0])["Stage"])
 }
 
-// A first deploy that failed leaves the answers with no ResourceUrl; the
-// next run finds the endpoint again instead of refusing the empty answer.
+// A first deploy that failed leaves the answers with no ResourceUrl. If its
+// create failed, there is no stack (it was deleted): the next run finds the
+// endpoint as a first run does. If its second pass failed, the stack has an
+// endpoint: the next run uses it and deploys once. The endpoint is
+// remembered only once a deploy with it succeeded.
 func TestARunAfterAFailedFirstDeployStillFindsItsEndpoint(t *testing.T) {
-	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp"}
-	require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"ResourceUrl": ""}), strings.NewReader(""), io.Discard, aws))
-	deploys := aws.deploys()
+	endpoint := "https://abc.execute-api.us-east-1.amazonaws.com/mcp"
+	facts := accountFacts{Limit: 1000, Unreserved: 1000}
+	a := rememberedAnswers(t, map[string]string{"ResourceUrl": ""})
+	remembered := func() string {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join(a[slices.Index(a, "-state")+1], "intentgate-dev.json"))
+		require.NoError(t, err)
+		var answers map[string]string
+		require.NoError(t, json.Unmarshal(raw, &answers))
+		return answers["ResourceUrl"]
+	}
+
+	secondPassFails := &fakeAWS{facts: facts, endpoint: endpoint, failDeploy: 2}
+	require.ErrorContains(t, run(context.Background(), a, strings.NewReader(""), io.Discard, secondPassFails), "sam deploy with ResourceUrl")
+	assert.Equal(t, "", remembered(), "not deployed with it: not remembered")
+
+	again := &fakeAWS{facts: facts, endpoint: endpoint, existing: true}
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, again))
+	require.Len(t, again.deploys(), 1, "the stack's endpoint, no placeholder")
+	assert.Equal(t, endpoint, overridesOf(again.deploys()[0])["ResourceUrl"])
+	assert.Equal(t, endpoint, remembered())
+
+	noStack := &fakeAWS{facts: facts, endpoint: endpoint}
+	b := rememberedAnswers(t, map[string]string{"ResourceUrl": ""})
+	require.NoError(t, run(context.Background(), b, strings.NewReader(""), io.Discard, noStack))
+	deploys := noStack.deploys()
 	require.Len(t, deploys, 2)
 	assert.Equal(t, placeholderResourceURL, overridesOf(deploys[0])["ResourceUrl"])
-	assert.Equal(t, aws.endpoint, overridesOf(deploys[1])["ResourceUrl"])
+	assert.Equal(t, endpoint, overridesOf(deploys[1])["ResourceUrl"])
 }
 
 // sam deploy's override parser tries ParameterKey=...,ParameterValue=...

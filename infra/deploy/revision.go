@@ -19,16 +19,23 @@ import (
 // parameter <Function>Revision (AutoPublishCodeSha256). Given a value, SAM
 // names the version after it alone, so the value must change whenever the
 // version would differ: the function's built code, its properties (and the
-// Globals it takes), and the values of the parameters those use. Then new
-// code, a template change or a new answer publishes a new version of each
-// function it touches, and of no other; a deploy changing none publishes
-// none.
+// Globals it takes), what those refer to (the conditions they use, the
+// definitions of the resources they name) and the values of the parameters
+// they use. Then new code, a template change or a new answer publishes a
+// new version of each function it touches, and of no other; a deploy
+// changing none publishes none.
 const revisionSuffix = "Revision"
 
-// notInVersion are function properties that configure how a version is
-// deployed, not the version: a new deployment type or rollback alarm
+// notInVersion are function properties that are not part of a version:
+// how it is deployed (traffic shifting, rollback alarms), what invokes it
+// (event sources, the alias's async settings), the function's reserved
+// concurrency and tags. A new deployment type, schedule or reservation
 // publishes nothing.
-var notInVersion = map[string]bool{"DeploymentPreference": true, "AutoPublishCodeSha256": true}
+var notInVersion = map[string]bool{
+	"DeploymentPreference": true, "AutoPublishCodeSha256": true,
+	"Events": true, "EventInvokeConfig": true, "ProvisionedConcurrencyConfig": true,
+	"ReservedConcurrentExecutions": true, "Tags": true,
+}
 
 // functionRevisions reads the template sam build wrote into buildDir and
 // returns each function's revision parameter and value for a deploy with
@@ -39,14 +46,18 @@ func functionRevisions(buildDir string, declared map[string]parameter, params ma
 		return nil, fmt.Errorf("read the template sam build wrote: %w", err)
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil || len(doc.Content) != 1 {
-		return nil, fmt.Errorf("parse the template sam build wrote: %v", err)
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("parse the template sam build wrote: %w", err)
+	}
+	if len(doc.Content) != 1 {
+		return nil, fmt.Errorf("the template sam build wrote is not one YAML document")
 	}
 	root := doc.Content[0]
 	globals := without(mapping(mapping(root, "Globals"), "Function"), notInVersion)
 	conditions := mapping(root, "Conditions")
+	resources := mapping(root, "Resources")
 	out := map[string]string{}
-	for _, kv := range pairs(mapping(root, "Resources")) {
+	for _, kv := range pairs(resources) {
 		id, res := kv[0].Value, kv[1]
 		if t := mapping(res, "Type"); t == nil || t.Value != "AWS::Serverless::Function" {
 			continue
@@ -57,16 +68,11 @@ func functionRevisions(buildDir string, declared map[string]parameter, params ma
 		}
 		props := without(mapping(res, "Properties"), notInVersion)
 		h := sha256.New()
-		for _, part := range []struct {
-			label string
-			node  *yaml.Node
-		}{{"globals", globals}, {"properties", props}} {
-			b, err := yaml.Marshal(part.node)
-			if err != nil {
-				return nil, fmt.Errorf("%s: digest %s: %w", id, part.label, err)
-			}
-			fmt.Fprintf(h, "%s %d\n", part.label, len(b))
-			h.Write(b)
+		if err := digestNode(h, "globals", globals); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		if err := digestNode(h, "properties", props); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		code := mapping(props, "CodeUri")
 		if code == nil || code.Kind != yaml.ScalarNode || code.Value == "" {
@@ -75,18 +81,34 @@ func functionRevisions(buildDir string, declared map[string]parameter, params ma
 		if err := digestTree(h, filepath.Join(buildDir, code.Value)); err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		used := map[string]bool{}
-		collectReferences(globals, conditions, used, map[string]bool{})
-		collectReferences(props, conditions, used, map[string]bool{})
-		names := make([]string, 0, len(used))
-		for n := range used {
-			if _, ok := params[n]; ok && !strings.HasSuffix(n, revisionSuffix) {
-				names = append(names, n)
+		refs := references{names: map[string]bool{}, conditions: map[string]bool{}}
+		for _, n := range []*yaml.Node{globals, props} {
+			if err := refs.collect(n, conditions); err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
 			}
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(h, "parameter %s=%q\n", n, params[n])
+		// The conditions it uses, as written: an edited condition changes
+		// what CloudFormation sets on the function.
+		for _, c := range sorted(refs.conditions) {
+			if err := digestNode(h, "condition "+c, mapping(conditions, c)); err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+		}
+		for _, n := range sorted(refs.names) {
+			if v, ok := params[n]; ok && !strings.HasSuffix(n, revisionSuffix) {
+				fmt.Fprintf(h, "parameter %s=%q\n", n, v)
+				continue
+			}
+			// A resource it names (its role, log group, table), as
+			// written: a definition that replaces the resource gives it a
+			// new ARN or name, which a version keeps (an old version would
+			// run with a deleted role). Not followed further: a parameter
+			// the resource uses does not reach the function.
+			if r := mapping(resources, n); r != nil && n != id {
+				if err := digestNode(h, "resource "+n, r); err != nil {
+					return nil, fmt.Errorf("%s: %w", id, err)
+				}
+			}
 		}
 		fmt.Fprintf(h, "salt %q\n", salt)
 		out[name] = hex.EncodeToString(h.Sum(nil))
@@ -129,21 +151,43 @@ func digestTree(h io.Writer, dir string) error {
 	return nil
 }
 
+// digestNode writes n, as YAML, into h under label.
+func digestNode(h io.Writer, label string, n *yaml.Node) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("digest %s: %w", label, err)
+	}
+	fmt.Fprintf(h, "%s %d\n", label, len(b))
+	_, err = h.Write(b)
+	return err
+}
+
+func sorted(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 var subReference = regexp.MustCompile(`\$\{([^}!]+)\}`)
 
-// collectReferences adds to used every name n refers to (Ref, the
-// variables of Sub, the conditions of If and what those conditions refer
-// to), in either the long (Ref:) or the short (!Ref) form.
-func collectReferences(n *yaml.Node, conditions *yaml.Node, used, seenConditions map[string]bool) {
+// references are what a function's properties refer to: names (parameters,
+// resources, pseudo parameters) and conditions.
+type references struct{ names, conditions map[string]bool }
+
+// collect adds what n refers to (Ref, GetAtt, the variables of Sub, the
+// conditions of If and what those refer to), in either the long (Ref:) or
+// the short (!Ref) form. A value the template cannot show (a mapping, an
+// export of another stack, a dynamic reference) is refused: a revision
+// could not follow it.
+func (r references) collect(n *yaml.Node, conditions *yaml.Node) error {
 	if n == nil {
-		return
+		return nil
 	}
-	condition := func(name string) {
-		if seenConditions[name] {
-			return
-		}
-		seenConditions[name] = true
-		collectReferences(mapping(conditions, name), conditions, used, seenConditions)
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "{{resolve:") {
+		return fmt.Errorf("a dynamic reference (%s) in a function's properties: a revision can not follow its value", n.Value)
 	}
 	fn, arg := n.Tag, n
 	if n.Kind == yaml.MappingNode && len(n.Content) == 2 {
@@ -153,12 +197,22 @@ func collectReferences(n *yaml.Node, conditions *yaml.Node, used, seenConditions
 	}
 	switch strings.TrimPrefix(strings.TrimPrefix(fn, "!"), "Fn::") {
 	case "Ref":
-		used[arg.Value] = true
+		r.names[arg.Value] = true
+	case "GetAtt":
+		if arg.Kind == yaml.ScalarNode {
+			r.names[strings.SplitN(arg.Value, ".", 2)[0]] = true
+		} else if len(arg.Content) > 0 {
+			r.names[arg.Content[0].Value] = true
+		}
 	case "Condition":
-		condition(arg.Value)
+		if err := r.condition(arg.Value, conditions); err != nil {
+			return err
+		}
 	case "If":
 		if len(arg.Content) > 0 {
-			condition(arg.Content[0].Value)
+			if err := r.condition(arg.Content[0].Value, conditions); err != nil {
+				return err
+			}
 		}
 	case "Sub":
 		src := arg
@@ -166,12 +220,25 @@ func collectReferences(n *yaml.Node, conditions *yaml.Node, used, seenConditions
 			src = arg.Content[0]
 		}
 		for _, m := range subReference.FindAllStringSubmatch(src.Value, -1) {
-			used[strings.SplitN(strings.TrimSpace(m[1]), ".", 2)[0]] = true
+			r.names[strings.SplitN(strings.TrimSpace(m[1]), ".", 2)[0]] = true
 		}
+	case "FindInMap", "ImportValue":
+		return fmt.Errorf("Fn::%s in a function's properties: a revision can not follow its value", strings.TrimPrefix(strings.TrimPrefix(fn, "!"), "Fn::"))
 	}
 	for _, c := range n.Content {
-		collectReferences(c, conditions, used, seenConditions)
+		if err := r.collect(c, conditions); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+func (r references) condition(name string, conditions *yaml.Node) error {
+	if r.conditions[name] {
+		return nil
+	}
+	r.conditions[name] = true
+	return r.collect(mapping(conditions, name), conditions)
 }
 
 // mapping is the value under key in a mapping node; nil if there is none.
