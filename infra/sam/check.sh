@@ -40,18 +40,25 @@ require() {
 require "$cfn_lint"
 $lint_only || require "$sam"
 
+# lint WHAT ARGS...: cfn-lint's exit status is a bit set (2 errors, 4
+# warnings, 8 informational). Errors and warnings fail the check;
+# informational findings are printed only.
+lint() {
+  local what="$1" rc
+  shift
+  set +e
+  "$cfn_lint" --format parseable "$@"
+  rc=$?
+  set -e
+  if [ $((rc & 6)) -ne 0 ]; then
+    echo "cfn-lint reported errors or warnings in $what (exit $rc)" >&2
+    exit 1
+  fi
+  echo "cfn-lint ($what): no errors, no warnings"
+}
+
 echo "== cfn-lint $("$cfn_lint" --version | awk '{print $2}') template.yaml"
-# cfn-lint exit status is a bit set: 2 errors, 4 warnings, 8 informational.
-# Errors and warnings fail the check; informational findings are printed only.
-set +e
-"$cfn_lint" --format parseable template.yaml
-lint_rc=$?
-set -e
-if [ $((lint_rc & 6)) -ne 0 ]; then
-  echo "cfn-lint reported errors or warnings (exit $lint_rc)" >&2
-  exit 1
-fi
-echo "cfn-lint: no errors, no warnings"
+lint template.yaml template.yaml
 
 # cfn-lint skips some checks on SAM resources (a dependency cycle through
 # the alias AutoPublishAlias creates, for one); CloudFormation runs them on
@@ -60,15 +67,7 @@ echo "cfn-lint: no errors, no warnings"
 # (W2001 after it).
 echo "== SAM transform -> .aws-sam/expanded, cfn-lint of the expanded templates"
 "$venv/bin/python" infra/sam/expand.py template.yaml .aws-sam/expanded
-set +e
-"$cfn_lint" --format parseable --ignore-checks W2001 -- .aws-sam/expanded/expanded-token.json .aws-sam/expanded/expanded-gateway.json
-lint_rc=$?
-set -e
-if [ $((lint_rc & 6)) -ne 0 ]; then
-  echo "cfn-lint reported errors or warnings in the expanded template (exit $lint_rc)" >&2
-  exit 1
-fi
-echo "cfn-lint (expanded): no errors, no warnings"
+lint "the expanded template" --ignore-checks W2001 -- .aws-sam/expanded/expanded-token.json .aws-sam/expanded/expanded-gateway.json
 
 if $lint_only; then
   exit 0

@@ -93,7 +93,13 @@ func decodeTaskV1(t *testing.T, r rpcReply) taskV1 {
 
 func callAsTaskV1(t *testing.T, url, token string, args map[string]any) taskV1 {
 	t.Helper()
-	r := rpcV1(t, url, token, "tools/call", map[string]any{"name": riskreview.ToolRequest, "arguments": args, "task": map[string]any{"ttl": 60000}})
+	return callToolAsTaskV1(t, url, token, riskreview.ToolRequest, args)
+}
+
+// callToolAsTaskV1 is callAsTaskV1 for any write tool.
+func callToolAsTaskV1(t *testing.T, url, token, tool string, args map[string]any) taskV1 {
+	t.Helper()
+	r := rpcV1(t, url, token, "tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 60000}})
 	require.Nil(t, r.Error, "%+v", r.Error)
 	var created struct {
 		Task *taskV1 `json:"task"`

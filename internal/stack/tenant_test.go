@@ -290,20 +290,9 @@ func TestAnotherTenantsTerminalTaskRefusesTheirCancelAsNotTheirsAtTheOlderRevisi
 	samTok, err := h.Token(sam, time.Hour)
 	require.NoError(t, err)
 
-	create := func(tok, opID string) taskV1 {
-		r := rpcV1(t, h.MCPURLs[0], tok, "tools/call", map[string]any{
-			"name": release.ToolCreate, "arguments": ticketArgs("8bc911e", opID), "task": map[string]any{"ttl": 60000}})
-		require.Nil(t, r.Error, "%+v", r.Error)
-		var created struct {
-			Task *taskV1 `json:"task"`
-		}
-		require.NoError(t, json.Unmarshal(r.Result, &created), "%s", r.Result)
-		require.NotNil(t, created.Task, "%s", r.Result)
-		return *created.Task
-	}
-	danas := create(danaTok, "deploy-op-v1cncl-01")
+	danas := callToolAsTaskV1(t, h.MCPURLs[0], danaTok, release.ToolCreate, ticketArgs("8bc911e", "deploy-op-v1cncl-01"))
 	require.Equal(t, "completed", danas.Status)
-	sams := create(samTok, "deploy-op-v1cncl-02")
+	sams := callToolAsTaskV1(t, h.MCPURLs[0], samTok, release.ToolCreate, ticketArgs("8bc911e", "deploy-op-v1cncl-02"))
 	require.Equal(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see")
 
 	refused := rpcV1(t, h.MCPURLs[0], samTok, "tasks/cancel", map[string]any{"taskId": sams.TaskID})
