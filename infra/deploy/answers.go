@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -275,13 +274,8 @@ func withDefaults(params map[string]parameter, answers map[string]string) map[st
 // keeps the previous value of a parameter it is not given, so leaving out
 // an answer just cleared would keep what it cleared.
 func parameterOverrides(answers map[string]string) []string {
-	keys := make([]string, 0, len(answers))
-	for k := range answers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
+	out := make([]string, 0, len(answers))
+	for _, k := range slices.Sorted(maps.Keys(answers)) {
 		out = append(out, k+`="`+answers[k]+`"`)
 	}
 	return out

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,12 +91,12 @@ func functionRevisions(buildDir string, declared map[string]parameter, params ma
 		}
 		// The conditions it uses, as written: an edited condition changes
 		// what CloudFormation sets on the function.
-		for _, c := range sorted(refs.conditions) {
+		for _, c := range slices.Sorted(maps.Keys(refs.conditions)) {
 			if err := digestNode(h, "condition "+c, mapping(conditions, c)); err != nil {
 				return nil, fmt.Errorf("%s: %w", id, err)
 			}
 		}
-		for _, n := range sorted(refs.names) {
+		for _, n := range slices.Sorted(maps.Keys(refs.names)) {
 			if v, ok := params[n]; ok && !strings.HasSuffix(n, revisionSuffix) {
 				fmt.Fprintf(h, "parameter %s=%q\n", n, v)
 				continue
@@ -160,15 +162,6 @@ func digestNode(h io.Writer, label string, n *yaml.Node) error {
 	fmt.Fprintf(h, "%s %d\n", label, len(b))
 	_, err = h.Write(b)
 	return err
-}
-
-func sorted(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 var subReference = regexp.MustCompile(`\$\{([^}!]+)\}`)
