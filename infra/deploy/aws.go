@@ -12,10 +12,12 @@ import (
 	"strings"
 )
 
-// runner runs external commands (sam, the venv's python); tests replace it.
+// runner runs external commands (sam, the venv's python) and reads the
+// token issuer's public documents; tests replace it.
 type runner interface {
 	run(ctx context.Context, out io.Writer, cmd ...string) error
 	output(ctx context.Context, cmd ...string) ([]byte, error)
+	fetch(ctx context.Context, url string) (status int, body []byte, err error)
 }
 
 type execRunner struct{}

@@ -124,6 +124,12 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	}
 	fmt.Fprintf(out, "Answers saved in %s.\n", state)
 
+	if answers["GatewayJwtAuthorizer"] == "true" {
+		if err := checkGatewayIssuer(ctx, r, out, answers["TokenIssuer"], answers["JwksUrl"]); err != nil {
+			return err
+		}
+	}
+
 	python := filepath.Join(o.venv, "bin", "python")
 	account, err := accountConcurrency(ctx, r, python, o)
 	if err != nil {

@@ -25,7 +25,8 @@ import (
 //
 // The stack exists (describe_stacks answers endpoint) once a deploy ran,
 // or from the start when existing is set; failDeploy fails the n-th deploy
-// (1-based).
+// (1-based). web answers GETs (URL to status and body); any other URL is
+// out of reach, as the network is in tests.
 type fakeAWS struct {
 	facts      accountFacts
 	endpoint   string
@@ -34,7 +35,21 @@ type fakeAWS struct {
 	code       string
 	codeOf     map[string]string
 	edit       func(template string) string
+	web        map[string]page
 	ran        [][]string
+}
+
+type page struct {
+	status int
+	body   string
+}
+
+func (f *fakeAWS) fetch(_ context.Context, url string) (int, []byte, error) {
+	p, ok := f.web[url]
+	if !ok {
+		return 0, nil, fmt.Errorf("dial %s: no network in tests", url)
+	}
+	return p.status, []byte(p.body), nil
 }
 
 var builtFunctions = map[string]string{"McpFunction": "functions/mcp", "ReconcilerFunction": "functions/reconciler"}
@@ -520,4 +535,47 @@ func TestAValueThatSamWouldReadAsAnotherParameterIsRefused(t *testing.T) {
 	err := run(context.Background(), rememberedAnswers(t, map[string]string{"OperatorName": "x ParameterKey=Stage,ParameterValue=prod"}), strings.NewReader(""), io.Discard, bad)
 	require.ErrorContains(t, err, "another parameter")
 	assert.Empty(t, bad.deploys())
+}
+
+// In gateway mode API Gateway's JWT authorizer finds the issuer's keys
+// through its discovery document and verifies RSA only: an issuer without
+// the document, or signing with ES256 only, is refused before anything is
+// built; one this machine can not reach is reported and deployed.
+func TestGatewayModeChecksTheIssuerTheAuthorizerWillUse(t *testing.T) {
+	const issuer = "https://auth.example.com/"
+	const discovery = "https://auth.example.com/.well-known/openid-configuration"
+	const jwks = "https://auth.example.com/jwks.json"
+	gateway := map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "intentgate/mcp"}
+	rsaKeys := `{"keys":[{"kty":"RSA","use":"sig","kid":"r1","alg":"RS256","n":"sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw","e":"AQAB"}]}`
+	ecKeys := `{"keys":[{"kty":"EC","use":"sig","kid":"e1","alg":"ES256","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+	doc := `{"issuer":"` + issuer + `","jwks_uri":"` + jwks + `"}`
+	facts := accountFacts{Limit: 1000, Unreserved: 1000}
+
+	ok := &fakeAWS{facts: facts, web: map[string]page{discovery: {200, doc}, jwks: {200, rsaKeys}}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), io.Discard, ok))
+	require.Len(t, ok.deploys(), 1)
+
+	for name, web := range map[string]map[string]page{
+		"ES256 only":            {discovery: {200, doc}, jwks: {200, ecKeys}},
+		"no discovery":          {discovery: {404, "not found"}},
+		"no jwks_uri":           {discovery: {200, `{"issuer":"` + issuer + `"}`}},
+		"keys not a key set":    {discovery: {200, doc}, jwks: {200, "<html>"}},
+		"keys not served (500)": {discovery: {200, doc}, jwks: {500, ""}},
+	} {
+		refused := &fakeAWS{facts: facts, web: web}
+		err := run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), io.Discard, refused)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "GatewayJwtAuthorizer", name)
+		assert.Empty(t, refused.ran, "%s: refused before anything ran", name)
+	}
+
+	offline := &fakeAWS{facts: facts}
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), &out, offline))
+	assert.Contains(t, out.String(), "Could not check the issuer from here")
+	require.Len(t, offline.deploys(), 1)
+
+	// The server verifying tokens takes ES256 as well: nothing is checked.
+	tokenMode := &fakeAWS{facts: facts, web: map[string]page{discovery: {200, doc}, jwks: {200, ecKeys}}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, tokenMode))
 }

@@ -208,6 +208,22 @@ func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 	}
+	return hasSigningKeyType(set, kty), nil
+}
+
+// KeySetHasSigningKeyType is HasKeyType for a key set read elsewhere (the
+// deploy checks the keys API Gateway's authorizer will use): raw is a JWKS
+// document.
+func KeySetHasSigningKeyType(raw []byte, kty string) (bool, error) {
+	set, err := jwk.Parse(raw)
+	if err != nil {
+		return false, fmt.Errorf("auth: not a JSON Web Key Set: %w", err)
+	}
+	return hasSigningKeyType(set, kty), nil
+}
+
+// hasSigningKeyType: a key of type kty whose use, if stated, is signing.
+func hasSigningKeyType(set jwk.Set, kty string) bool {
 	for i := range set.Len() {
 		key, ok := set.Key(i)
 		if !ok {
@@ -217,10 +233,10 @@ func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
 			continue
 		}
 		if key.KeyType().String() == kty {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // Issuer returns the issuer this verifier enforces.
