@@ -118,34 +118,43 @@ func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error
 	return nil
 }
 
-const outputScript = `
-import boto3, sys
+const stackScript = `
+import boto3, json, sys
 from botocore.exceptions import ClientError
-stack, region, key = sys.argv[1], sys.argv[2], sys.argv[3]
+stack, region = sys.argv[1], sys.argv[2]
 try:
     stacks = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"]
 except ClientError as e:
-    if "does not exist" in str(e):
-        print("")
+    err = e.response.get("Error", {})
+    if err.get("Code") == "ValidationError" and "does not exist" in err.get("Message", ""):
+        print(json.dumps({}))
         sys.exit(0)
     raise
-outs = stacks[0].get("Outputs", [])
-print(next((o["OutputValue"] for o in outs if o["OutputKey"] == key), ""))
+s = stacks[0]
+outs = {o["OutputKey"]: o["OutputValue"] for o in s.get("Outputs", [])}
+params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Parameters", [])}
+print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", "")}))
 `
 
-// stackOutput reads one output of the stack; empty when there is no stack
-// (or no such output) yet.
-func stackOutput(ctx context.Context, r runner, python string, o options, key string) (string, error) {
-	raw, err := r.output(ctx, python, "-c", outputScript, o.stack, o.region, key)
+// stackState is what a deploy needs to know of the stack: its endpoint
+// (empty when there is no stack, or no output yet) and the ResourceUrl
+// its functions were last deployed with.
+type stackState struct {
+	Endpoint    string `json:"endpoint"`
+	ResourceURL string `json:"resource_url"`
+}
+
+func readStack(ctx context.Context, r runner, python string, o options) (stackState, error) {
+	raw, err := r.output(ctx, python, "-c", stackScript, o.stack, o.region)
 	if err != nil {
-		return "", fmt.Errorf("read stack output %s: %w", key, err)
+		return stackState{}, fmt.Errorf("read stack %s: %w", o.stack, err)
 	}
-	v := strings.TrimSpace(string(raw))
-	if v == "" {
-		return "", nil
+	var st stackState
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &st); err != nil {
+		return stackState{}, fmt.Errorf("stack %s: answer %q: %w", o.stack, raw, err)
 	}
-	if !strings.HasPrefix(v, "https://") {
-		return "", fmt.Errorf("stack output %s = %q is not an https URL", key, v)
+	if st.Endpoint != "" && !strings.HasPrefix(st.Endpoint, "https://") {
+		return stackState{}, fmt.Errorf("stack output McpEndpointUrl = %q is not an https URL", st.Endpoint)
 	}
-	return v, nil
+	return st, nil
 }

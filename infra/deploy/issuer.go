@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -16,21 +17,30 @@ import (
 // document or key set.
 const maxIssuerDocument = 1 << 20
 
-// fetch is runner.fetch outside tests: a GET with a short timeout. err is
-// for a request that got no answer; an answer of any status is returned.
+// issuerClient reads the issuer's documents: a short timeout, the proxy
+// settings of the environment, and no redirects followed (whether API
+// Gateway follows them is not documented: a redirect is reported).
+var issuerClient = &http.Client{
+	Timeout: 10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+// fetch is runner.fetch outside tests: one GET. err is for a request that
+// got no answer; an answer of any status is returned, its body up to
+// maxIssuerDocument (one byte more tells it was longer).
 func (execRunner) fetch(ctx context.Context, url string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := issuerClient.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIssuerDocument))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIssuerDocument+1))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -48,13 +58,13 @@ func (execRunner) fetch(ctx context.Context, url string) (int, []byte, error) {
 func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jwksURL string) error {
 	const why = "API Gateway's JWT authorizer (GatewayJwtAuthorizer=true) "
 	discovery := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
-	status, body, err := r.fetch(ctx, discovery)
+	body, ok, err := readIssuerDocument(ctx, r, out, discovery)
 	if err != nil {
-		fmt.Fprintf(out, "Could not check the issuer from here (%v). %sreads %s and needs an RSA signing key in its jwks_uri.\n", err, why, discovery)
-		return nil
+		return fmt.Errorf("%w: %sfinds the issuer's keys through this OpenID Connect discovery document; use an issuer that publishes it, or GatewayJwtAuthorizer=false", err, why)
 	}
-	if status != http.StatusOK {
-		return fmt.Errorf("%s answered HTTP %d: %sfinds the issuer's keys through this OpenID Connect discovery document; use an issuer that publishes it, or GatewayJwtAuthorizer=false", discovery, status, why)
+	if !ok {
+		fmt.Fprintf(out, "%sreads %s and needs an RSA signing key in its jwks_uri.\n", why, discovery)
+		return nil
 	}
 	var doc struct {
 		Issuer  string `json:"issuer"`
@@ -63,19 +73,22 @@ func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jw
 	if err := json.Unmarshal(body, &doc); err != nil || doc.JWKSURI == "" {
 		return fmt.Errorf("%s is not a discovery document with a jwks_uri: %sneeds one; use GatewayJwtAuthorizer=false", discovery, why)
 	}
+	if u, err := url.Parse(doc.JWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%s names jwks_uri %q, not an https URL: %sfetches the keys there", discovery, doc.JWKSURI, why)
+	}
 	if doc.Issuer != issuer {
 		fmt.Fprintf(out, "Note: %s names the issuer %q; TokenIssuer is %q, and tokens' iss must equal TokenIssuer exactly.\n", discovery, doc.Issuer, issuer)
 	}
 	if doc.JWKSURI != jwksURL {
 		fmt.Fprintf(out, "Note: the authorizer takes keys from %s, the functions from JwksUrl %s: they should be one key set.\n", doc.JWKSURI, jwksURL)
 	}
-	status, body, err = r.fetch(ctx, doc.JWKSURI)
+	body, ok, err = readIssuerDocument(ctx, r, out, doc.JWKSURI)
 	if err != nil {
-		fmt.Fprintf(out, "Could not check the issuer's keys from here (%v). %sneeds an RSA signing key in %s.\n", err, why, doc.JWKSURI)
-		return nil
+		return fmt.Errorf("%w: %sreads the issuer's keys there", err, why)
 	}
-	if status != http.StatusOK {
-		return fmt.Errorf("%s answered HTTP %d: %sreads the issuer's keys there", doc.JWKSURI, status, why)
+	if !ok {
+		fmt.Fprintf(out, "%sneeds an RSA signing key in %s.\n", why, doc.JWKSURI)
+		return nil
 	}
 	rsa, err := auth.KeySetHasSigningKeyType(body, "RSA")
 	if err != nil {
@@ -85,4 +98,26 @@ func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jw
 		return fmt.Errorf("%s has no RSA signing key: %sverifies RSA signatures only (an ES256 issuer works with GatewayJwtAuthorizer=false, where the functions verify tokens)", doc.JWKSURI, why)
 	}
 	return nil
+}
+
+// readIssuerDocument GETs one of the issuer's documents. ok is false when
+// what came back says nothing about the issuer (no answer, a redirect, a
+// refusal of this client or a server error: reported, not held against the
+// deploy); err when the issuer says the document is not there (404, 410)
+// or it is too large to be one.
+func readIssuerDocument(ctx context.Context, r runner, out io.Writer, url string) (body []byte, ok bool, err error) {
+	status, body, err := r.fetch(ctx, url)
+	switch {
+	case err != nil:
+		fmt.Fprintf(out, "Could not check the issuer from here: %v.\n", err)
+		return nil, false, nil
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return nil, false, fmt.Errorf("%s answered HTTP %d", url, status)
+	case status != http.StatusOK:
+		fmt.Fprintf(out, "Could not check the issuer from here: %s answered HTTP %d.\n", url, status)
+		return nil, false, nil
+	case len(body) > maxIssuerDocument:
+		return nil, false, fmt.Errorf("%s is larger than %d bytes", url, maxIssuerDocument)
+	}
+	return body, true, nil
 }

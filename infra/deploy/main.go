@@ -12,7 +12,8 @@
 // Before deploying it checks the account's Lambda concurrency: reserved
 // concurrency must leave Lambda its 100 unreserved executions. Without a
 // ResourceUrl (no custom domain yet) it deploys once with a placeholder,
-// reads the McpEndpointUrl output and deploys again with it. Every deploy
+// reads the McpEndpointUrl output and deploys again with it; later runs
+// read the endpoint from the stack again. Every deploy
 // names each function's version after its built code, its properties and
 // the parameter values they use (<Function>Revision), so a change of
 // answers alone reaches the alias, and only of the functions it touches.
@@ -144,7 +145,8 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := r.run(ctx, out, sam, "build", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
 	}
-	salt, err := republishSalt(o, filepath.Join(o.stateDir, o.stack+".republished"))
+	saltFile := filepath.Join(o.stateDir, o.stack+".republished")
+	salt, err := republishSalt(o, saltFile)
 	if err != nil {
 		return err
 	}
@@ -155,49 +157,49 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		}
 		return r.run(ctx, out, deployCommand(sam, o, params, revisions)...)
 	}
-	if answers["ResourceUrl"] == "" {
-		// No answer: the API's own URL. A stack that exists already has it
-		// (a first deploy whose second pass failed, or an answer cleared).
-		endpoint, err := stackOutput(ctx, r, python, o, "McpEndpointUrl")
-		if err != nil {
-			return err
+	params := withDefaults(tpl, answers)
+	if answers["ResourceUrl"] != "" {
+		if err := deploy(params); err != nil {
+			return fmt.Errorf("sam deploy: %w", err)
 		}
-		if endpoint != "" {
-			fmt.Fprintf(out, "ResourceUrl: the stack's endpoint, %s.\n", endpoint)
-			answers["ResourceUrl"] = endpoint
-		}
+		return rememberSalt(o, saltFile, salt)
 	}
-	placeholder := answers["ResourceUrl"] == ""
-	if placeholder {
-		answers["ResourceUrl"] = placeholderResourceURL
-	}
-	if err := deploy(withDefaults(tpl, answers)); err != nil {
-		return fmt.Errorf("sam deploy: %w", err)
-	}
-	if !placeholder {
-		return saveAnswers(state, answers)
-	}
-	endpoint, err := stackOutput(ctx, r, python, o, "McpEndpointUrl")
+	// No answer: the API's own URL, which only the stack knows. It is
+	// read from the stack on every run and never remembered as an answer,
+	// so a stack created anew gets its own.
+	st, err := readStack(ctx, r, python, o)
 	if err != nil {
 		return err
 	}
-	if endpoint == "" {
-		return fmt.Errorf("the stack %s has no McpEndpointUrl output after its deploy", o.stack)
+	if st.Endpoint == "" {
+		// No stack yet: a first deploy with a placeholder reveals the URL.
+		params["ResourceUrl"] = placeholderResourceURL
+		if err := deploy(params); err != nil {
+			return fmt.Errorf("sam deploy: %w", err)
+		}
+		if st, err = readStack(ctx, r, python, o); err != nil {
+			return err
+		}
+		if st.Endpoint == "" {
+			return fmt.Errorf("the stack %s has no McpEndpointUrl output after its deploy (was its change set declined?)", o.stack)
+		}
+		fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience).\n", st.Endpoint)
 	}
-	answers["ResourceUrl"] = endpoint
-	fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience), all at once.\n", endpoint)
-	// The version on the alias now answers with the placeholder audience
-	// and refuses every real token: nothing is gained by shifting away from
-	// it gradually, and its refusals would set off the auth alarm that
-	// rolls the canary back. The deployment type is not part of a version.
-	fix := withDefaults(tpl, answers)
-	fix["DeploymentType"] = "AllAtOnce"
-	if err := deploy(fix); err != nil {
-		return fmt.Errorf("sam deploy with ResourceUrl: %w", err)
+	params = withDefaults(tpl, answers)
+	params["ResourceUrl"] = st.Endpoint
+	if st.ResourceURL == placeholderResourceURL {
+		// The version on the alias answers with the placeholder audience
+		// and refuses every real token (just created, or a second pass that
+		// failed or was declined): nothing is gained by shifting away from
+		// it gradually, and its refusals would set off the auth alarm that
+		// rolls a canary back. The deployment type is not part of a version.
+		fmt.Fprintln(out, "The stack still serves the placeholder audience: shifting to the endpoint all at once.")
+		params["DeploymentType"] = "AllAtOnce"
 	}
-	// Remembered once deployed: a run after a failed second pass finds the
-	// endpoint on the stack.
-	return saveAnswers(state, answers)
+	if err := deploy(params); err != nil {
+		return fmt.Errorf("sam deploy with ResourceUrl %s: %w", st.Endpoint, err)
+	}
+	return rememberSalt(o, saltFile, salt)
 }
 
 // placeholderResourceURL stands in for ResourceUrl until the first deploy
@@ -206,26 +208,35 @@ const placeholderResourceURL = "https://resource-url.pending.invalid/mcp"
 
 // republishSalt is what makes -republish's versions unlike any before: a
 // rotated SSM value is read by new instances only, and new versions send
-// every call to one. It is remembered in path, so the deploys after it
-// name the versions as it did and publish nothing new; the next
-// -republish replaces it.
+// every call to one. Without -republish it is the last one deployed
+// (rememberSalt), so the deploys after it name the versions as it did and
+// publish nothing new.
 func republishSalt(o options, path string) (string, error) {
-	if !o.republish {
-		raw, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("read the last -republish: %w", err)
-		}
-		return strings.TrimSpace(string(raw)), nil
+	if o.republish {
+		return time.Now().UTC().Format(time.RFC3339Nano), nil
 	}
-	salt := time.Now().UTC().Format(time.RFC3339Nano)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the last -republish: %w", err)
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// rememberSalt keeps a -republish's salt once its deploy succeeded; a
+// failed one is not remembered, and the next deploy names the versions as
+// before it.
+func rememberSalt(o options, path, salt string) error {
+	if !o.republish {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("remember -republish: %w", err)
+		return fmt.Errorf("remember -republish: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(salt+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("remember -republish: %w", err)
+		return fmt.Errorf("remember -republish: %w", err)
 	}
-	return salt, nil
+	return nil
 }

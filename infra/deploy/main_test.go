@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,20 +24,25 @@ import (
 // function's build directory, and a bootstrap per function (code, or "v1";
 // codeOf overrides it per function).
 //
-// The stack exists (describe_stacks answers endpoint) once a deploy ran,
-// or from the start when existing is set; failDeploy fails the n-th deploy
-// (1-based). web answers GETs (URL to status and body); any other URL is
+// The stack exists (describe_stacks answers endpoint and the ResourceUrl
+// of its last applied deploy) once a deploy applied, or from the start
+// when existing is set (deployed with existingURL, else endpoint);
+// failDeploy fails the n-th deploy (1-based) and declineDeploy has the
+// n-th one's change set declined (sam then exits 0 having changed nothing). web answers GETs (URL to status and body); any other URL is
 // out of reach, as the network is in tests.
 type fakeAWS struct {
-	facts      accountFacts
-	endpoint   string
-	existing   bool
-	failDeploy int
-	code       string
-	codeOf     map[string]string
-	edit       func(template string) string
-	web        map[string]page
-	ran        [][]string
+	facts         accountFacts
+	endpoint      string
+	existing      bool
+	existingURL   string
+	failDeploy    int
+	declineDeploy int
+	applied       []map[string]string
+	code          string
+	codeOf        map[string]string
+	edit          func(template string) string
+	web           map[string]page
+	ran           [][]string
 }
 
 type page struct {
@@ -56,8 +62,14 @@ var builtFunctions = map[string]string{"McpFunction": "functions/mcp", "Reconcil
 
 func (f *fakeAWS) run(_ context.Context, _ io.Writer, cmd ...string) error {
 	f.ran = append(f.ran, cmd)
-	if len(cmd) > 1 && cmd[1] == "deploy" && len(f.deploys()) == f.failDeploy {
-		return fmt.Errorf("the change set failed")
+	if len(cmd) > 1 && cmd[1] == "deploy" {
+		switch len(f.deploys()) {
+		case f.failDeploy:
+			return fmt.Errorf("the change set failed")
+		case f.declineDeploy:
+			return nil
+		}
+		f.applied = append(f.applied, overridesOf(cmd))
 	}
 	if len(cmd) < 2 || cmd[1] != "build" {
 		return nil
@@ -133,10 +145,17 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
 	case strings.Contains(cmd[2], "describe_stacks"):
-		if !f.existing && len(f.deploys()) == 0 {
-			return []byte("\n"), nil // no stack yet
+		switch {
+		case len(f.applied) > 0:
+			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: f.applied[len(f.applied)-1]["ResourceUrl"]})
+		case f.existing:
+			url := f.existingURL
+			if url == "" {
+				url = f.endpoint
+			}
+			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url})
 		}
-		return []byte(f.endpoint + "\n"), nil
+		return []byte("{}\n"), nil // no stack yet
 	}
 	return nil, fmt.Errorf("unexpected command %v", cmd)
 }
@@ -209,9 +228,10 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--template-file"}, deploys[1][:3])
 	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][4:8])
 
-	// The second run asks nothing (stdin is empty) and deploys once, by
-	// the remembered deployment type.
-	aws2 := &fakeAWS{facts: aws.facts}
+	// The second run asks nothing (stdin is empty), reads the endpoint from
+	// the stack again (it is not an answer) and deploys once, by the
+	// remembered deployment type.
+	aws2 := &fakeAWS{facts: aws.facts, endpoint: aws.endpoint, existing: true}
 	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws2))
 	require.Len(t, aws2.deploys(), 1)
 	again := overridesOf(aws2.deploys()[0])
@@ -387,6 +407,17 @@ func TestEveryDeployNamesEachVersionAfterWhatMakesIt(t *testing.T) {
 		return strings.Replace(tpl, "          INTENTGATE_MAX_QUEUE: \"0\"\n", "          INTENTGATE_MAX_QUEUE: \"1\"\n", 1)
 	}}), "a template change to the MCP function's environment")
 
+	mcpOnly(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		// A Path replaces the role: its new ARN must reach a new version.
+		return strings.Replace(tpl, "  McpFunctionRole:\n    Type: AWS::IAM::Role\n    Properties:\n", "  McpFunctionRole:\n    Type: AWS::IAM::Role\n    Properties:\n      Path: /intentgate/\n", 1)
+	}}), "the role the MCP function names (GetAtt), replaced")
+	none(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "MaximumEventAgeInSeconds: 120", "MaximumEventAgeInSeconds: 180", 1)
+	}}), "the alias's async settings")
+	none(t, revisions(a, &fakeAWS{edit: func(tpl string) string {
+		return strings.Replace(tpl, "    Tags:\n", "    Tags:\n      team: payments\n", 1)
+	}}), "tags")
+
 	// A rotated SSM value reaches only new instances: -republish publishes
 	// versions of the same code and answers, new every time, and the
 	// deploys after it publish nothing more.
@@ -395,6 +426,9 @@ func TestEveryDeployNamesEachVersionAfterWhatMakesIt(t *testing.T) {
 	assert.Equal(t, once, revisions(a, &fakeAWS{}), "the deploy after a -republish")
 	twice := revisions(append(a, "-republish"), &fakeAWS{})
 	assert.NotEqual(t, once, twice)
+	assert.Equal(t, twice, revisions(a, &fakeAWS{}))
+	// A -republish whose deploy failed is not remembered.
+	require.Error(t, run(context.Background(), append(a, "-republish"), strings.NewReader(""), io.Discard, &fakeAWS{facts: facts, failDeploy: 1}))
 	assert.Equal(t, twice, revisions(a, &fakeAWS{}))
 }
 
@@ -435,7 +469,7 @@ func TestAClearedAnswerIsPassedEmpty(t *testing.T) {
 	require.NoError(t, run(context.Background(), guided, strings.NewReader(withTopic), io.Discard, aws))
 	assert.Equal(t, "arn:aws:sns:us-east-1:123456789012:oncall", overridesOf(aws.deploys()[1])["AlarmTopicArn"])
 	cleared := strings.Repeat("\n", 11) + "-\n" + strings.Repeat("\n", 3) // the 12th question is the topic
-	again := &fakeAWS{facts: aws.facts}
+	again := &fakeAWS{facts: aws.facts, endpoint: aws.endpoint, existing: true}
 	require.NoError(t, run(context.Background(), append(guided, "-guided"), strings.NewReader(cleared), io.Discard, again))
 	assert.Equal(t, "", overridesOf(again.deploys()[0])["AlarmTopicArn"])
 }
@@ -490,12 +524,14 @@ func TestAnAnswerThatMayNotBeEmptyCannotBeCleared(t *testing.T) {
 	assert.Equal(t, "prod", overridesOf(aws.deploys()[0])["Stage"])
 }
 
-// A first deploy that failed leaves the answers with no ResourceUrl. If its
-// create failed, there is no stack (it was deleted): the next run finds the
-// endpoint as a first run does. If its second pass failed, the stack has an
-// endpoint: the next run uses it and deploys once. The endpoint is
-// remembered only once a deploy with it succeeded.
-func TestARunAfterAFailedFirstDeployStillFindsItsEndpoint(t *testing.T) {
+// Without a ResourceUrl answer the endpoint is the stack's, read on every
+// run and never remembered as an answer (a stack created anew gets its
+// own). Whenever the stack still serves the placeholder audience (a second
+// pass that failed or whose change set was declined), the next run shifts
+// to the endpoint all at once; a stack already on its endpoint is deployed
+// by the remembered deployment type; no stack (a failed create deleted it)
+// starts over with the placeholder.
+func TestWithoutAResourceUrlTheEndpointIsTheStacks(t *testing.T) {
 	endpoint := "https://abc.execute-api.us-east-1.amazonaws.com/mcp"
 	facts := accountFacts{Limit: 1000, Unreserved: 1000}
 	a := rememberedAnswers(t, map[string]string{"ResourceUrl": ""})
@@ -510,21 +546,37 @@ func TestARunAfterAFailedFirstDeployStillFindsItsEndpoint(t *testing.T) {
 
 	secondPassFails := &fakeAWS{facts: facts, endpoint: endpoint, failDeploy: 2}
 	require.ErrorContains(t, run(context.Background(), a, strings.NewReader(""), io.Discard, secondPassFails), "sam deploy with ResourceUrl")
-	assert.Equal(t, "", remembered(), "not deployed with it: not remembered")
+	for name, stack := range map[string]*fakeAWS{
+		"second pass failed":   {facts: facts, endpoint: endpoint, existing: true, existingURL: placeholderResourceURL},
+		"second pass declined": {facts: facts, endpoint: endpoint, declineDeploy: 2},
+	} {
+		if name == "second pass declined" {
+			require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, stack), "sam exits 0 on a declined change set")
+			require.Len(t, stack.applied, 1)
+			stack = &fakeAWS{facts: facts, endpoint: endpoint, existing: true, existingURL: stack.applied[0]["ResourceUrl"]}
+		}
+		require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, stack), name)
+		require.Len(t, stack.deploys(), 1, "%s: the stack's endpoint, no placeholder", name)
+		got := overridesOf(stack.deploys()[0])
+		assert.Equal(t, endpoint, got["ResourceUrl"], name)
+		assert.Equal(t, "AllAtOnce", got["DeploymentType"], "%s: away from the placeholder at once", name)
+	}
+	assert.Equal(t, "", remembered(), "the endpoint is the stack's, not an answer")
 
-	again := &fakeAWS{facts: facts, endpoint: endpoint, existing: true}
-	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, again))
-	require.Len(t, again.deploys(), 1, "the stack's endpoint, no placeholder")
-	assert.Equal(t, endpoint, overridesOf(again.deploys()[0])["ResourceUrl"])
-	assert.Equal(t, endpoint, remembered())
+	onEndpoint := &fakeAWS{facts: facts, endpoint: endpoint, existing: true}
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, onEndpoint))
+	require.Len(t, onEndpoint.deploys(), 1)
+	assert.Equal(t, "Canary10Percent5Minutes", overridesOf(onEndpoint.deploys()[0])["DeploymentType"])
 
 	noStack := &fakeAWS{facts: facts, endpoint: endpoint}
-	b := rememberedAnswers(t, map[string]string{"ResourceUrl": ""})
-	require.NoError(t, run(context.Background(), b, strings.NewReader(""), io.Discard, noStack))
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, noStack))
 	deploys := noStack.deploys()
 	require.Len(t, deploys, 2)
 	assert.Equal(t, placeholderResourceURL, overridesOf(deploys[0])["ResourceUrl"])
 	assert.Equal(t, endpoint, overridesOf(deploys[1])["ResourceUrl"])
+
+	declinedCreate := &fakeAWS{facts: facts, endpoint: endpoint, declineDeploy: 1}
+	require.ErrorContains(t, run(context.Background(), a, strings.NewReader(""), io.Discard, declinedCreate), "was its change set declined?")
 }
 
 // sam deploy's override parser tries ParameterKey=...,ParameterValue=...
@@ -539,8 +591,8 @@ func TestAValueThatSamWouldReadAsAnotherParameterIsRefused(t *testing.T) {
 
 // In gateway mode API Gateway's JWT authorizer finds the issuer's keys
 // through its discovery document and verifies RSA only: an issuer without
-// the document, or signing with ES256 only, is refused before anything is
-// built; one this machine can not reach is reported and deployed.
+// the document, or without an RSA signing key, is refused before anything
+// is built; one this machine can not read is reported and deployed.
 func TestGatewayModeChecksTheIssuerTheAuthorizerWillUse(t *testing.T) {
 	const issuer = "https://auth.example.com/"
 	const discovery = "https://auth.example.com/.well-known/openid-configuration"
@@ -556,11 +608,14 @@ func TestGatewayModeChecksTheIssuerTheAuthorizerWillUse(t *testing.T) {
 	require.Len(t, ok.deploys(), 1)
 
 	for name, web := range map[string]map[string]page{
-		"ES256 only":            {discovery: {200, doc}, jwks: {200, ecKeys}},
-		"no discovery":          {discovery: {404, "not found"}},
-		"no jwks_uri":           {discovery: {200, `{"issuer":"` + issuer + `"}`}},
-		"keys not a key set":    {discovery: {200, doc}, jwks: {200, "<html>"}},
-		"keys not served (500)": {discovery: {200, doc}, jwks: {500, ""}},
+		"ES256 only":          {discovery: {200, doc}, jwks: {200, ecKeys}},
+		"RSA for encryption":  {discovery: {200, doc}, jwks: {200, strings.Replace(rsaKeys, `"use":"sig"`, `"use":"enc"`, 1)}},
+		"no discovery":        {discovery: {404, "not found"}},
+		"no jwks_uri":         {discovery: {200, `{"issuer":"` + issuer + `"}`}},
+		"jwks_uri not https":  {discovery: {200, `{"issuer":"` + issuer + `","jwks_uri":"http://auth.example.com/jwks.json"}`}},
+		"keys gone":           {discovery: {200, doc}, jwks: {410, ""}},
+		"keys not a key set":  {discovery: {200, doc}, jwks: {200, "<html>"}},
+		"discovery too large": {discovery: {200, strings.Repeat(" ", maxIssuerDocument+1)}},
 	} {
 		refused := &fakeAWS{facts: facts, web: web}
 		err := run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), io.Discard, refused)
@@ -569,13 +624,48 @@ func TestGatewayModeChecksTheIssuerTheAuthorizerWillUse(t *testing.T) {
 		assert.Empty(t, refused.ran, "%s: refused before anything ran", name)
 	}
 
-	offline := &fakeAWS{facts: facts}
-	var out strings.Builder
-	require.NoError(t, run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), &out, offline))
-	assert.Contains(t, out.String(), "Could not check the issuer from here")
-	require.Len(t, offline.deploys(), 1)
+	// What says nothing about the issuer is reported and deployed: no
+	// answer, a redirect, a refusal of this client, a server error.
+	for name, web := range map[string]map[string]page{
+		"unreachable":           nil,
+		"discovery redirected":  {discovery: {302, ""}},
+		"this client forbidden": {discovery: {403, ""}},
+		"keys server error":     {discovery: {200, doc}, jwks: {500, ""}},
+	} {
+		reported := &fakeAWS{facts: facts, web: web}
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, gateway), strings.NewReader(""), &out, reported), name)
+		assert.Contains(t, out.String(), "Could not check the issuer from here", name)
+		require.Len(t, reported.deploys(), 1, name)
+	}
 
 	// The server verifying tokens takes ES256 as well: nothing is checked.
 	tokenMode := &fakeAWS{facts: facts, web: map[string]page{discovery: {200, doc}, jwks: {200, ecKeys}}}
 	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, tokenMode))
+}
+
+// What a function's property refers to, in the long form sam build writes
+// and in the short one: Ref, GetAtt (either form), the variables of Sub
+// (with a map of its own), and the conditions of If, followed through the
+// conditions they name.
+func TestReferencesAreFollowedThroughEveryIntrinsic(t *testing.T) {
+	const props = `
+A: {Ref: P1}
+B: {"Fn::GetAtt": [Role, Arn]}
+C: !GetAtt Log.Arn
+D: {"Fn::Sub": ["${X}-${Queue.Arn}-${!Literal}", {X: {Ref: P2}}]}
+E: !Sub "${P3}"
+F: {"Fn::If": [C1, x, y]}
+`
+	const conds = `
+C1: {"Fn::And": [{Condition: C2}, {"Fn::Equals": [{Ref: P4}, "a"]}]}
+C2: !Not [!Equals [!Ref P5, ""]]
+`
+	var p, c yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte(props), &p))
+	require.NoError(t, yaml.Unmarshal([]byte(conds), &c))
+	refs := references{names: map[string]bool{}, conditions: map[string]bool{}}
+	require.NoError(t, refs.collect(p.Content[0], c.Content[0]))
+	assert.Equal(t, []string{"Log", "P1", "P2", "P3", "P4", "P5", "Queue", "Role", "X"}, slices.Sorted(maps.Keys(refs.names)))
+	assert.Equal(t, []string{"C1", "C2"}, slices.Sorted(maps.Keys(refs.conditions)))
 }

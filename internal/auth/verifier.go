@@ -213,11 +213,24 @@ func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
 
 // KeySetHasSigningKeyType is HasKeyType for a key set read elsewhere (the
 // deploy checks the keys API Gateway's authorizer will use): raw is a JWKS
-// document.
+// document, {"keys": [...]}. A key this package can not read (a key type
+// it does not know) is passed over, as a verifier would pass it over.
 func KeySetHasSigningKeyType(raw []byte, kty string) (bool, error) {
-	set, err := jwk.Parse(raw)
-	if err != nil {
-		return false, fmt.Errorf("auth: not a JSON Web Key Set: %w", err)
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Keys == nil {
+		return false, errors.New(`auth: not a JSON Web Key Set ({"keys": [...]})`)
+	}
+	set := jwk.NewSet()
+	for _, k := range doc.Keys {
+		key, err := jwk.ParseKey(k)
+		if err != nil {
+			continue
+		}
+		if err := set.AddKey(key); err != nil {
+			continue
+		}
 	}
 	return hasSigningKeyType(set, kty), nil
 }
