@@ -50,8 +50,8 @@ func loadParameters(path string) (map[string]parameter, error) {
 }
 
 // emptyIsAnAnswer are parameters whose empty answer means something other
-// than the empty value: no ResourceUrl yet means "find it with a first
-// deploy".
+// than the empty value: no ResourceUrl means "the API's own URL", which
+// the deploy reads from the stack (or finds with a first deploy).
 var emptyIsAnAnswer = map[string]bool{"ResourceUrl": true}
 
 // validate checks v as CloudFormation would, and that sam deploy can pass
