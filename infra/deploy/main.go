@@ -185,7 +185,6 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		}
 		fmt.Fprintf(out, "The endpoint is %s; deploying again with it as ResourceUrl (the token audience).\n", st.Endpoint)
 	}
-	params = withDefaults(tpl, answers)
 	params["ResourceUrl"] = st.Endpoint
 	if st.ResourceURL == placeholderResourceURL {
 		// The version on the alias answers with the placeholder audience
