@@ -188,6 +188,11 @@ type Event struct {
 	// journalled before the request leaves, so whoever probes later knows
 	// the horizon even if the dispatcher died.
 	CommitDeadline time.Time `json:"commit_deadline,omitzero"`
+	// LateCommitsBounded marks a probe_not_found whose search covered the
+	// provider's promised commit horizon of every dispatch: no create of
+	// the operation can commit after it, so the absence is final, not only
+	// a reason to re-send under the same key (see EffectRuledOut).
+	LateCommitsBounded bool `json:"late_commits_bounded,omitempty"`
 	// WriteID is unique per attempted write. A writer whose write was
 	// applied but whose answer was lost recognises it by this id, where two
 	// workers that computed the same event at the same instant would not.

@@ -126,6 +126,11 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if ev.At.IsZero() {
 		return Operation{}, invalid("event.at", "must be set")
 	}
+	if ev.Type == EventClientCancelled && !op.EffectRuledOut() {
+		// The withdrawal releases the business fact on the caller's word:
+		// only an operation that can have no effect, now or later, may be.
+		return Operation{}, fmt.Errorf("%w: %s may still have an effect at the provider", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
+	}
 	ev.From, ev.To = op.State, to
 	if ev.Outcome == "" {
 		ev.Outcome = defaultOutcome(ev.Type, op.Outcome)
@@ -270,6 +275,35 @@ func (op Operation) EffectEvidence() []string {
 		}
 	}
 	return ids
+}
+
+// EffectRuledOut reports whether op can have no effect at its provider,
+// now or later: no journal event names one, and every dispatch it was
+// granted either never left (not_dispatched) or was searched for and found
+// absent past the provider's promised commit horizon (a probe_not_found
+// with LateCommitsBounded). An absence the provider may still overtake
+// (it promises no commit deadline) makes a re-send under the same key
+// safe; it never makes giving the fact up safe.
+func (op Operation) EffectRuledOut() bool {
+	inFlight, mayHaveLeft := false, false
+	for _, ev := range op.Journal {
+		if ev.ResourceID != "" {
+			return false
+		}
+		switch {
+		case ev.Type == EventDispatchStarted || ev.Type == EventRetryClaimed:
+			inFlight = true
+		case ev.Type == EventNotDispatched:
+			inFlight = false
+		case ev.From == StatePending && ev.To != StatePending:
+			// Any other end of the wait: the request may have reached the
+			// provider.
+			inFlight, mayHaveLeft = false, true
+		case ev.Type == EventProbeNotFound && ev.LateCommitsBounded:
+			mayHaveLeft = false
+		}
+	}
+	return !inFlight && !mayHaveLeft
 }
 
 // DispatchOutcome is the journal event that ended the wait for the latest

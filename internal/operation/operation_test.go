@@ -408,3 +408,56 @@ func TestDispatchOutcomeIsTheLatestDispatchsExitFromPending(t *testing.T) {
 	assert.Equal(t, t0.Add(9*time.Second), ev.NextAt)
 	assert.Equal(t, 2, op.Attempts())
 }
+
+// A withdrawal (client_cancelled) ends the operation FAILED and releases
+// its business key on the caller's word alone, so the next request for the
+// same fact makes a new effect. It is allowed only when no create of the
+// operation can take effect, now or later: every dispatch never left, or
+// was searched for and found absent past the provider's promised commit
+// horizon, and no event names an effect. An absence the provider may still
+// overtake (an idempotent provider without a commit deadline) is reason
+// enough to re-send under the same key, never to give the fact up.
+func TestOnlyAnOperationWhoseEveryDispatchIsRuledOutMayBeWithdrawn(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	timedOut := operation.Event{Type: operation.EventClientTimeout, NextAt: at(60)}
+	absent := operation.Event{Type: operation.EventProbeNotFound}
+	absentPastHorizon := operation.Event{Type: operation.EventProbeNotFound, LateCommitsBounded: true}
+	refused := operation.Event{Type: operation.EventNotDispatched}
+	claim := operation.Event{Type: operation.EventRetryClaimed, LeaseUntil: at(3600)}
+	evidence := operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "rv-1"}
+
+	cases := []struct {
+		name  string
+		steps []operation.Event
+		ruled bool
+	}{
+		{"the only dispatch was refused before it left", []operation.Event{refused}, true},
+		{"every dispatch was refused before it left", []operation.Event{refused, claim, refused}, true},
+		{"a timed-out dispatch found absent past the commit horizon", []operation.Event{timedOut, absentPastHorizon}, true},
+		{"a timed-out dispatch found absent, late commits unbounded", []operation.Event{timedOut, absent}, false},
+		{"an unbounded absence, then a re-send refused before it left", []operation.Event{timedOut, absent, claim, refused}, false},
+		{"an unbounded absence, then a re-send found absent past the horizon", []operation.Event{timedOut, absent, claim, timedOut, absentPastHorizon}, true},
+		{"a refused dispatch with a stale dispatcher's evidence of an effect", []operation.Event{refused, evidence}, false},
+		{"absent past the horizon, evidence recorded since", []operation.Event{timedOut, absentPastHorizon, evidence}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newOp(t)
+			assert.False(t, op.EffectRuledOut(), "a dispatch in flight may take effect")
+			for i, ev := range tc.steps {
+				ev.At = at(i + 1)
+				var err error
+				op, err = op.Apply(ev)
+				require.NoError(t, err)
+			}
+			require.Equal(t, operation.StateRetryable, op.State)
+			assert.Equal(t, tc.ruled, op.EffectRuledOut())
+			_, err := op.Apply(operation.Event{Type: operation.EventClientCancelled, At: at(100)})
+			if tc.ruled {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, operation.ErrIllegalTransition, "a withdrawal an effect may overtake")
+			}
+		})
+	}
+}

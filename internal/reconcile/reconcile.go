@@ -172,7 +172,8 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	case found.Authoritative && !now.Before(settled):
 		ev = operation.Event{Type: operation.EventProbeNotFound, Source: source, Result: ResultNotFound,
 			Outcome: operation.OutcomeFailedWithoutEffect, NextAt: now.Add(s.wait(op.RetryCount)),
-			Detail: joinDetail(found.Detail, "authoritative absence after the settle window")}
+			LateCommitsBounded: found.LateCommitsBounded,
+			Detail:             joinDetail(found.Detail, "authoritative absence after the settle window")}
 	default:
 		why := "zero matches from a non-authoritative lookup"
 		switch {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -236,9 +240,49 @@ func TestTaskMethodsNeedTheClientCapability(t *testing.T) {
 	assert.JSONEq(t, `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`, string(r.Error.Data))
 }
 
-// Item: a cancelled unsent operation is never dispatched afterwards; a
-// possibly-sent one refuses cancellation and says why.
-func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
+// downProvider is a provider address nothing listens on: a dispatch to it
+// is refused before it leaves (not_dispatched, proven unsent), until serve
+// puts the real simulator behind the same address, so whatever a
+// reconciler sends afterwards reaches the simulator and is counted.
+type downProvider struct{ addr string }
+
+func newDownProvider(t *testing.T) downProvider {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return downProvider{addr: addr}
+}
+
+func (d downProvider) url() string { return "http://" + d.addr }
+
+func (d downProvider) serve(t *testing.T, target string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", d.addr)
+	require.NoError(t, err)
+	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(u), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// unsentReleaseEnv is taskKeyEnv with the Release API at down.
+func unsentReleaseEnv(down downProvider) map[string]string {
+	env := map[string]string{"INTENTGATE_RELEASE_API_URL": down.url()}
+	for k, v := range taskKeyEnv {
+		env[k] = v
+	}
+	return env
+}
+
+// Item: a request that may have reached the provider refuses cancellation
+// and says why: while UNKNOWN (an effect may exist), and after an absence
+// the Risk API may still overtake (it deduplicates by our key but promises
+// no commit deadline): the re-send under the same key settles it, with
+// one review.
+func TestATaskThatMayHaveReachedTheProviderCannotBeCancelled(t *testing.T) {
 	clock := newTestClock()
 	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
 	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
@@ -254,11 +298,37 @@ func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
 	svc, err := h.Apps[1].Reconciler()
 	require.NoError(t, err)
 	clock.Advance(time.Minute)
-	_, err = svc.Sweep(context.Background()) // probe: nothing there, proven unsent
+	_, err = svc.Sweep(context.Background()) // probe: nothing there yet
 	require.NoError(t, err)
 	retry := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
 	require.Contains(t, retry.StatusMessage, "RETRYABLE")
-	sentBefore := h.Risk.Stats().CreateCalls
+
+	refused = rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
+	require.NotNil(t, refused.Error, "the first create may still commit")
+	assert.Equal(t, int64(-32602), refused.Error.Code)
+	assert.Contains(t, refused.Error.Message, "may still commit")
+
+	for range 3 {
+		clock.Advance(time.Minute)
+		_, err = svc.Sweep(context.Background())
+		require.NoError(t, err)
+	}
+	done := decodeTask(t, getTask(t, h.MCPURLs[0], tok, task.TaskID))
+	assert.Equal(t, "completed", done.Status)
+	assert.Equal(t, 1, h.Risk.Stats().ReviewsCommitted, "one review for the order")
+}
+
+// Item: a cancelled unsent operation is never dispatched afterwards.
+func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
+	clock := newTestClock()
+	down := newDownProvider(t)
+	h := startStackWith(t, 2, unsentReleaseEnv(down), stack.Config{Clock: clock.Now})
+	tok := h.token(t, "DEPLOYER")
+	task := decodeTask(t, rpc(t, h.MCPURLs[0], tok, "tools/call", release.ToolCreate,
+		map[string]any{"name": release.ToolCreate, "arguments": ticketArgs("8bc911d", "op-task-cancel1")}, true))
+	require.Equal(t, "working", task.Status)
+	retry := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
+	require.Contains(t, retry.StatusMessage, "RETRYABLE", "the connection was refused: proven unsent")
 
 	ack := rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
 	require.Nil(t, ack.Error, "%+v", ack.Error)
@@ -270,13 +340,16 @@ func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
 	again := rpc(t, h.MCPURLs[0], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
 	assert.Nil(t, again.Error, "cancelling twice acknowledges twice")
 
+	down.serve(t, h.ReleaseURL) // from now on a re-send would reach the provider
+	svc, err := h.Apps[1].Reconciler()
+	require.NoError(t, err)
 	for range 3 {
 		clock.Advance(time.Minute)
 		_, err = svc.Sweep(context.Background())
 		require.NoError(t, err)
 	}
-	assert.Equal(t, sentBefore, h.Risk.Stats().CreateCalls, "no reconciler sent the cancelled operation")
-	assert.Equal(t, 0, h.Risk.Stats().ReviewsCommitted)
+	assert.Equal(t, 0, h.Release.Stats().CreateCalls, "no reconciler sent the cancelled operation")
+	assert.Empty(t, h.Release.Stats().TicketsByTarget)
 	cancelled := decodeTask(t, getTask(t, h.MCPURLs[0], tok, task.TaskID))
 	assert.Equal(t, "cancelled", cancelled.Status)
 	require.NotNil(t, cancelled.TTLMs, "a FAILED operation expires after retention")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/sim/riskapi"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
@@ -236,9 +237,10 @@ func TestOlderClientsTaskAugmentedCallsThatSettleOrAreRefused(t *testing.T) {
 	assert.Equal(t, int64(-32601), read.Error.Code, "a tool without task support: Method not found")
 }
 
-// Cancel at 2025-11-25: only while proven unsent; the answer is the
-// cancelled task; a terminal task refuses with -32602.
-func TestOlderClientsCancelOnlyWhileUnsent(t *testing.T) {
+// Cancel at 2025-11-25: refused while the request may have reached the
+// provider (UNKNOWN; then RETRYABLE after an absence the Risk API may
+// still overtake), with -32602 and the reason.
+func TestOlderClientsCannotCancelWhatMayHaveReachedTheProvider(t *testing.T) {
 	clock := newTestClock()
 	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
 	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
@@ -256,7 +258,21 @@ func TestOlderClientsCancelOnlyWhileUnsent(t *testing.T) {
 	clock.Advance(time.Minute)
 	_, err = svc.Sweep(context.Background())
 	require.NoError(t, err)
-	sent := h.Risk.Stats().CreateCalls
+	refused = rpcV1(t, h.MCPURLs[1], tok, "tasks/cancel", map[string]any{"taskId": task.TaskID})
+	require.NotNil(t, refused.Error, "the first create may still commit")
+	assert.Equal(t, int64(-32602), refused.Error.Code)
+	assert.Contains(t, refused.Error.Message, "may still commit")
+}
+
+// Cancel at 2025-11-25: only while proven unsent; the answer is the
+// cancelled task; a terminal task refuses with -32602.
+func TestOlderClientsCancelOnlyWhileUnsent(t *testing.T) {
+	clock := newTestClock()
+	down := newDownProvider(t)
+	h := startStackWith(t, 2, unsentReleaseEnv(down), stack.Config{Clock: clock.Now})
+	tok := h.token(t, "DEPLOYER")
+	task := callToolAsTaskV1(t, h.MCPURLs[0], tok, release.ToolCreate, ticketArgs("8bc911d", "op-taskv1-cncl1"))
+	require.Equal(t, "working", task.Status)
 
 	cancelled := decodeTaskV1(t, rpcV1(t, h.MCPURLs[1], tok, "tasks/cancel", map[string]any{"taskId": task.TaskID}))
 	assert.Equal(t, task.TaskID, cancelled.TaskID)
@@ -266,12 +282,15 @@ func TestOlderClientsCancelOnlyWhileUnsent(t *testing.T) {
 	require.NotNil(t, again.Error, "a terminal task refuses cancellation at 2025-11-25")
 	assert.Equal(t, int64(-32602), again.Error.Code)
 
+	down.serve(t, h.ReleaseURL) // from now on a re-send would reach the provider
+	svc, err := h.Apps[1].Reconciler()
+	require.NoError(t, err)
 	for range 3 {
 		clock.Advance(time.Minute)
 		_, err = svc.Sweep(context.Background())
 		require.NoError(t, err)
 	}
-	assert.Equal(t, sent, h.Risk.Stats().CreateCalls, "no reconciler sent the cancelled operation")
+	assert.Equal(t, 0, h.Release.Stats().CreateCalls, "no reconciler sent the cancelled operation")
 	assert.Equal(t, "cancelled", decodeTaskV1(t, rpcV1(t, h.MCPURLs[0], tok, "tasks/get", map[string]any{"taskId": task.TaskID})).Status)
 }
 

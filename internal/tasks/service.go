@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -103,12 +104,12 @@ func (s *Service) Get(ctx context.Context, taskID string) (Task, error) {
 	return s.view(c, op, taskID)
 }
 
-// Cancel withdraws an operation proven unsent (RETRYABLE, not yet claimed)
-// by a version-conditioned transition to FAILED: a reconciler claim that
-// wins first makes the cancel stale and it is refused; a cancel that wins
-// first leaves nothing to re-send. Anything possibly sent is refused, and
-// so is a caller who may see the operation but does not own it
-// (tools.Owns; operators excepted).
+// Cancel withdraws an operation that can have no effect (RETRYABLE, not yet
+// claimed, operation.EffectRuledOut) by a version-conditioned transition to
+// FAILED: a reconciler claim that wins first makes the cancel stale and it
+// is refused; a cancel that wins first leaves nothing to re-send. Anything
+// the provider may still commit is refused, and so is a caller who may see
+// the operation but does not own it (tools.Owns; operators excepted).
 func (s *Service) Cancel(ctx context.Context, taskID string) error {
 	c, op, err := s.find(ctx, taskID)
 	if err != nil {
@@ -126,7 +127,7 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 	}
 	// A stale write that leaves the operation RETRYABLE (evidence recorded
 	// meanwhile) is tried again on the newer version; a few times at most.
-	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable; attempt++ {
+	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut(); attempt++ {
 		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
 			Detail: "withdrawn by the client while proven unsent"}
 		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
@@ -178,6 +179,15 @@ func refuseCancel(op operation.Operation) error {
 		why = "the operation already failed without effect; there is nothing to cancel"
 	case operation.StateEscalated:
 		why = "an effect may exist and an operator must resolve it; ask the operator, do not resend"
+	case operation.StateRetryable:
+		if ids := op.EffectEvidence(); len(ids) > 0 {
+			why = "the provider reported an effect of this operation (" + strings.Join(ids, ", ") + "); " +
+				"keep polling tasks/get: the server reconciles it and never sends it twice"
+			break
+		}
+		why = "an earlier request of this operation may still commit at the provider, which promises no deadline for it; " +
+			"withdrawing now could leave that effect and let the next request make another. " +
+			"keep polling tasks/get: the server reconciles it and never sends it twice"
 	default:
 		why = "the request may already have reached the provider (" + string(op.State) + "), so an effect may exist; " +
 			"keep polling tasks/get: the server reconciles it and never sends it twice"

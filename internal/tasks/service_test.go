@@ -208,3 +208,33 @@ func TestAnOperatorMayWithdrawAnotherUsersUnsentOperation(t *testing.T) {
 	assert.Equal(t, operation.EventClientCancelled, last.Type)
 	assert.Equal(t, "op-olga", last.Actor)
 }
+
+// A stale dispatcher's evidence of an effect, journalled on an operation
+// whose only dispatch was refused, makes it no longer proven unsent: the
+// withdrawal is refused and the operation stays for the reconciler.
+func TestEvidenceOfAnEffectForbidsTheWithdrawal(t *testing.T) {
+	st := engine.NewStore(t)
+	clock := testclock.New(time.Date(2026, 8, 13, 10, 0, 0, 0, time.UTC))
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Clock: clock.Now,
+		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	ids := testIDs(t, "k")
+	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: ids, Retention: time.Hour,
+		Caller: func(context.Context) (tools.Caller, bool) { return alice, true }})
+	require.NoError(t, err)
+	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-evidence-1"}`), "")
+	require.NoError(t, err)
+	require.Equal(t, operation.StateRetryable, sub.Operation.State)
+	_, err = st.Transition(context.Background(), sub.Operation, operation.Event{Type: operation.EventEvidenceRecorded,
+		At: clock.Now(), NextAt: clock.Now(), Source: "stale_dispatcher", ResourceID: "fact-1"})
+	require.NoError(t, err)
+
+	err = svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "fact-1", "the refusal names the evidence")
+	stored, err := st.Get(context.Background(), sub.Operation.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateRetryable, stored.State, "nothing withdrawn")
+}

@@ -279,10 +279,11 @@ func nodeBinary(t *testing.T) string {
 // run runs a scenario script with the personas' tokens and returns stdout.
 func run(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "TOKEN_ALICE="+stack.env["TOKEN_ALICE"], "TOKEN_BOB="+stack.env["TOKEN_BOB"])
+	cmd.Env = append(os.Environ(), "TOKEN_ALICE="+stack.env["TOKEN_ALICE"], "TOKEN_BOB="+stack.env["TOKEN_BOB"],
+		"TOKEN_DEPLOYER="+stack.env["TOKEN_DEPLOYER"])
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "%s %v\nstdout: %s\nstderr: %s", bin, args, stdout.Bytes(), stderr.Bytes())

@@ -46,29 +46,34 @@ type tasksScenario struct {
 			Code    *int64 `json:"code"`
 			Message string `json:"message"`
 		} `json:"refusals"`
-		Outcome           string    `json:"outcome"`
-		Error             string    `json:"error"`
-		Final             *taskSeen `json:"final"`
-		Again             string    `json:"again"`
-		CreatesAtCancel   int       `json:"createsAtCancel"`
-		CreatesAtEnd      int       `json:"createsAtEnd"`
-		CommittedForOrder int       `json:"committedForOrder"`
+		Outcome            string    `json:"outcome"`
+		Error              string    `json:"error"`
+		Final              *taskSeen `json:"final"`
+		Again              string    `json:"again"`
+		CreatesAtCancel    int       `json:"createsAtCancel"`
+		CreatesAtEnd       int       `json:"createsAtEnd"`
+		CommittedForTarget int       `json:"committedForTarget"`
 	} `json:"cancel"`
 }
 
 // TestTasksClient drives the devstack with the official Tasks client
 // (@modelcontextprotocol/ext-tasks): a write whose provider response was
 // dropped is answered with a task that the client's own polling follows
-// until it is completed with the verified result; an operation proven
-// unsent is withdrawn with the client's cancel, and nothing is sent after.
+// until it is completed with the verified result; a deployment ticket that
+// can have no effect (its creates failed and the Release API's search
+// covers the commit horizon it promises) is withdrawn with the client's
+// cancel, and nothing is sent after.
 func TestTasksClient(t *testing.T) {
 	node := nodeBinary(t)
-	t.Cleanup(func() { clearRiskFaults(t) })
+	t.Cleanup(func() {
+		clearFaults(t, stack.env["RISK_API_URL"])
+		clearFaults(t, stack.env["RELEASE_API_URL"])
+	})
 	// 2026-07-28: the Tasks extension; 2025-11-25: that revision's
 	// experimental Tasks, which the same client speaks.
-	for protocol, orders := range map[string][2]string{protocolNew: {"O20260728021", "O20260728022"}, protocolOld: {"O20260728023", "O20260728024"}} {
+	for protocol, cases := range map[string][2]string{protocolNew: {"O20260728021", "a2026072"}, protocolOld: {"O20260728023", "a2025112"}} {
 		t.Run(protocol, func(t *testing.T) {
-			out := run(t, node, "tasks-scenario.mjs", stack.env["MCP_URL"], protocol, stack.env["RISK_API_URL"], orders[0], orders[1])
+			out := run(t, node, "tasks-scenario.mjs", stack.env["MCP_URL"], protocol, stack.env["RISK_API_URL"], stack.env["RELEASE_API_URL"], cases[0], cases[1])
 			var s tasksScenario
 			decodeInto(t, out, &s)
 			assert.Equal(t, protocol, s.Protocol)
@@ -111,11 +116,11 @@ func judgeTasks(t *testing.T, s tasksScenario) {
 	require.NotNil(t, d.Final)
 	assert.Equal(t, "completed", d.Final.Status)
 
-	// The cancel: acknowledged while the operation was proven unsent; the
+	// The cancel: acknowledged once the operation could have no effect; the
 	// task is cancelled, expires after retention, and nothing is sent after.
 	c := s.Cancel
-	require.Equal(t, "task", c.Kind, "a write that failed before commit is answered with a task: %+v", c)
-	require.True(t, c.Acknowledged, "the client's cancel was acknowledged while the operation was unsent: %+v", c.Refusals)
+	require.Equal(t, "task", c.Kind, "a write whose create failed is answered with a task: %+v", c)
+	require.True(t, c.Acknowledged, "the client's cancel was acknowledged once the operation could have no effect: %+v", c.Refusals)
 	for _, r := range c.Refusals {
 		// A reconciler claim won that version (the refusal says why), or
 		// the store was too slow on a loaded machine (it says to retry).
@@ -133,13 +138,13 @@ func judgeTasks(t *testing.T, s tasksScenario) {
 		assert.Equal(t, "acknowledged", c.Again, "cancelling a cancelled task acknowledges again")
 	}
 	assert.Equal(t, c.CreatesAtCancel, c.CreatesAtEnd, "nothing was sent after the cancel")
-	assert.Zero(t, c.CommittedForOrder, "the cancelled review never exists")
+	assert.Zero(t, c.CommittedForTarget, "the cancelled ticket never exists")
 }
 
-// clearRiskFaults empties the Risk API's fault queues, so a scenario that
+// clearFaults empties a simulator's fault queues, so a scenario that
 // stopped early leaves no faults to the next test.
-func clearRiskFaults(t *testing.T) {
-	req, err := http.NewRequest(http.MethodPost, stack.env["RISK_API_URL"]+"/_sim/faults", strings.NewReader("{}"))
+func clearFaults(t *testing.T, simURL string) {
+	req, err := http.NewRequest(http.MethodPost, simURL+"/_sim/faults", strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
