@@ -304,7 +304,13 @@ func (a *agents) operator(ctx context.Context, reads opReads, effects func(opera
 		args := map[string]any{"handle": h}
 		switch len(found) {
 		case 0:
-			args["resolution"], args["evidence"] = "FAILED", "provider search after quiet period: no effect for this operation"
+			// The quiet phase is over: every late commit the simulators
+			// queued has happened, and a held create they never commit
+			// (timeout_before_commit) never will. That is what the
+			// statement says, and what a Risk API absence needs.
+			args["resolution"], args["evidence"] = "FAILED", "provider search after quiet period: no effect for this operation; "+
+				"the simulators hold no request of it that can still commit"
+			args["late_commits_ruled_out"] = true
 			if op.ResourceID != "" {
 				args["effects_removed"] = true
 			}

@@ -278,18 +278,27 @@ func (op Operation) EffectEvidence() []string {
 }
 
 // EffectRuledOut reports whether op can have no effect at its provider,
-// now or later: no journal event names one, and every dispatch it was
-// granted either never left (not_dispatched) or was searched for and found
-// absent past the provider's promised commit horizon (a probe_not_found
-// with LateCommitsBounded). An absence the provider may still overtake
-// (it promises no commit deadline) makes a re-send under the same key
-// safe; it never makes giving the fact up safe.
+// now or later: no journal event names one, and no request it sent can
+// still commit (LateCommitsRuledOut). An absence the provider may still
+// overtake (it promises no commit deadline) makes a re-send under the same
+// key safe; it never makes giving the fact up safe.
 func (op Operation) EffectRuledOut() bool {
-	inFlight, mayHaveLeft := false, false
 	for _, ev := range op.Journal {
 		if ev.ResourceID != "" {
 			return false
 		}
+	}
+	return op.LateCommitsRuledOut()
+}
+
+// LateCommitsRuledOut reports whether no create op sent can still commit:
+// every dispatch it was granted either never left (not_dispatched) or was
+// searched for and found absent past the provider's promised commit
+// horizon (a probe_not_found with LateCommitsBounded, which covers every
+// dispatch before it). It says nothing about effects that already exist.
+func (op Operation) LateCommitsRuledOut() bool {
+	inFlight, mayHaveLeft := false, false
+	for _, ev := range op.Journal {
 		switch {
 		case ev.Type == EventDispatchStarted || ev.Type == EventRetryClaimed:
 			inFlight = true

@@ -45,7 +45,8 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 			if err := json.Unmarshal(raw, &args); err != nil {
 				return tools.Rendered{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "arguments: %v", err)
 			}
-			settled, err := Resolve(ctx, ex, byName[op.Key.Tool], caller, op, args.Resolution, args.Evidence, args.ResourceID, args.EffectsRemoved)
+			settled, err := Resolve(ctx, ex, byName[op.Key.Tool], caller, op, Resolution{Outcome: args.Resolution, Evidence: args.Evidence,
+				ResourceID: args.ResourceID, EffectsRemoved: args.EffectsRemoved, LateCommitsRuledOut: args.LateCommitsRuledOut})
 			if err != nil {
 				return tools.Rendered{}, err
 			}

@@ -29,14 +29,31 @@ const MaxEvidenceRunes = 1000
 // SourceOperator is the journal source of an operator resolution.
 const SourceOperator = "operator"
 
+// Resolution is what an operator records: the outcome, the evidence (the
+// operator's statement, kept in the journal), and the statements a FAILED
+// outcome may need.
+type Resolution struct {
+	Outcome  string // ResolutionSucceeded or ResolutionFailed
+	Evidence string
+	// ResourceID is the effect the operator verified (SUCCEEDED), or one
+	// the operator knows of (FAILED: then EffectsRemoved is needed).
+	ResourceID string
+	// EffectsRemoved: the operator states every effect of the operation was
+	// removed at the provider.
+	EffectsRemoved bool
+	// LateCommitsRuledOut: the operator states no request of the operation
+	// already sent can still commit at the provider.
+	LateCommitsRuledOut bool
+}
+
 // Resolve settles an ESCALATED operation of any family on an operator's
 // word, checked against the provider: operator_resolved_succeeded or
-// operator_resolved_failed, with the operator as actor and the evidence (an
-// operator's statement, kept in the journal) as detail. family is the
-// operation's own write tool family; its provider does the checks.
+// operator_resolved_failed, with the operator as actor and the evidence as
+// detail. family is the operation's own write tool family; its provider
+// does the checks.
 //
 // A SUCCEEDED resolution must name the resource the operator verified
-// (resourceID, or the one already recorded), and the provider must confirm
+// (r.ResourceID, or the one already recorded), and the provider must confirm
 // it by an authoritative read matching the intended effect: for an incident
 // (several effects), it must be one of the matches a fresh search by
 // intended effect returns, each confirmed by its own read; otherwise the
@@ -46,18 +63,24 @@ const SourceOperator = "operator"
 // A FAILED resolution releases the business key (the store does it in the
 // same write), so the next request for the same target creates a new
 // effect. It is therefore recorded only when a search by intended effect,
-// taken now, authoritatively finds no effect. When effects were known to
-// exist (an incident, duplicates, a recorded resource, or one the operator
-// names) the operator must also state their removal (effectsRemoved), which
-// is kept in the journal with the evidence.
+// taken now, authoritatively finds no effect, and no request the operation
+// sent can still commit: the search covered the provider's promised commit
+// horizon, or every dispatch never left (operation.LateCommitsRuledOut);
+// otherwise (a provider without a commit deadline) the operator must state
+// it (r.LateCommitsRuledOut), as the reconciler would not re-send on that
+// search either. When effects were known to exist (an incident, duplicates,
+// a recorded resource, or one the operator names) the operator must also
+// state their removal (r.EffectsRemoved). Both statements are kept in the
+// journal with the evidence.
 //
 // Errors are *tools.Failure: FORBIDDEN for non-operators, PRECONDITION_FAILED
 // when the operation is not ESCALATED (or moved on meanwhile), when the
-// provider does not confirm the named resource, or when effects are still
-// found; INVALID_ARGUMENT for a bad resolution or evidence;
-// TEMPORARY_UNAVAILABLE when the provider or the store could not be asked.
-func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, caller tools.Caller, op operation.Operation,
-	resolution, evidence, resourceID string, effectsRemoved bool) (operation.Operation, error) {
+// provider does not confirm the named resource, when effects are still
+// found, or when a late commit is not ruled out; INVALID_ARGUMENT for a bad
+// resolution or evidence; TEMPORARY_UNAVAILABLE when the provider or the
+// store could not be asked.
+func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, caller tools.Caller, op operation.Operation, r Resolution) (operation.Operation, error) {
+	resolution, evidence, resourceID, effectsRemoved := r.Outcome, r.Evidence, r.ResourceID, r.EffectsRemoved
 	if d := policy.CanResolve(caller.Roles); !d.Allow {
 		return operation.Operation{}, tools.Fail(tools.CodeForbidden, false, nil, "only operators resolve operations (%s)", d.Reason)
 	}
@@ -85,9 +108,9 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	ev := operation.Event{At: ex.Now(), Actor: caller.UserID, Source: SourceOperator, Detail: evidence}
 	switch resolution {
 	case ResolutionSucceeded:
-		if effectsRemoved {
+		if effectsRemoved || r.LateCommitsRuledOut {
 			return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
-				"effects_removed contradicts a SUCCEEDED resolution, which keeps an effect; use it only with FAILED")
+				"effects_removed and late_commits_ruled_out are statements for a FAILED resolution; a SUCCEEDED one keeps an effect")
 		}
 		if resourceID == "" {
 			resourceID = op.ResourceID
@@ -108,13 +131,23 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 					"Resolve SUCCEEDED with the resource_id to keep, or remove the effects at the provider and resolve FAILED with effects_removed: true",
 				effectsSummary(op, resourceID))
 		}
-		if err := confirmAbsent(ctx, ex, family, op, next); err != nil {
+		bounded, err := confirmAbsent(ctx, ex, family, op, next)
+		if err != nil {
 			return operation.Operation{}, err
+		}
+		if !bounded && !op.LateCommitsRuledOut() && !r.LateCommitsRuledOut {
+			return operation.Operation{}, tools.Fail(tools.CodePreconditionFailed, false, next,
+				"the provider shows no effect now, but a request this operation sent may still commit there (the provider promises no "+
+					"commit deadline for it), and FAILED would release the target for another create. Resolve FAILED only once the "+
+					"provider confirms no such request can still commit, with late_commits_ruled_out: true")
 		}
 		ev.Type, ev.Result = operation.EventOperatorFailed, "resolved_failed"
 		ev.ResourceID = resourceID
 		if effectsRemoved {
-			ev.Detail = evidence + "\n" + EffectsRemovedStatement
+			ev.Detail += "\n" + EffectsRemovedStatement
+		}
+		if r.LateCommitsRuledOut {
+			ev.Detail += "\n" + LateCommitsRuledOutStatement
 		}
 	default:
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "resolution must be SUCCEEDED or FAILED")
@@ -164,7 +197,9 @@ func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool
 
 // confirmAbsent asks the provider, by a search for the intended effect,
 // whether any effect of op exists now; FAILED needs an authoritative none.
-func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, next *tools.NextAction) error {
+// bounded reports whether that search also covered the provider's promised
+// commit horizon, so no create of op can commit after it.
+func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, next *tools.NextAction) (bounded bool, err error) {
 	dctx, cancel := ex.Budget().DownstreamContext(ctx)
 	defer cancel()
 	res, err := family.Probe(dctx, op)
@@ -173,16 +208,16 @@ func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTo
 		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
 			"the provider could not be searched for this operation's effects; nothing was recorded; resolve again shortly")
 		f.Cause = err
-		return f
+		return false, f
 	case len(res.Matches) > 0:
-		return tools.Fail(tools.CodePreconditionFailed, false, next,
+		return false, tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider still shows effects of this operation (%s); remove them before resolving FAILED, or resolve SUCCEEDED keeping one",
 			strings.Join(res.Matches, ", "))
 	case !res.Authoritative:
-		return tools.Fail(tools.CodePreconditionFailed, true, next,
+		return false, tools.Fail(tools.CodePreconditionFailed, true, next,
 			"the provider's search cannot yet prove that no effect exists (%s); resolve again later", res.Detail)
 	}
-	return nil
+	return res.LateCommitsBounded, nil
 }
 
 // incident: the operation is known to have produced more than one effect.
@@ -193,6 +228,10 @@ func incident(op operation.Operation) bool {
 // EffectsRemovedStatement is appended to the journal detail of a FAILED
 // resolution given with effects_removed: the operator's own statement.
 const EffectsRemovedStatement = "[operator states: all effects of this operation were removed at the provider]"
+
+// LateCommitsRuledOutStatement is appended to the journal detail of a
+// FAILED resolution given with late_commits_ruled_out.
+const LateCommitsRuledOutStatement = "[operator states: no request of this operation already sent can still commit at the provider]"
 
 // knownEffects: the operation is known to have produced at least one effect.
 func knownEffects(op operation.Operation, resourceID string) bool {

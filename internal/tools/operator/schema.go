@@ -44,6 +44,9 @@ type ResolveArgs struct {
 	Evidence       string `json:"evidence"`
 	ResourceID     string `json:"resource_id,omitempty"`
 	EffectsRemoved bool   `json:"effects_removed,omitempty"`
+	// LateCommitsRuledOut is required by Resolve for FAILED when a request
+	// may still commit at a provider that promises no commit deadline.
+	LateCommitsRuledOut bool `json:"late_commits_ruled_out,omitempty"`
 }
 
 // GetOperationInputSchema is get_operation's input (GetArgs).
@@ -76,6 +79,9 @@ func resolveInputSchemaFromTypes() string {
 			toolschema.Describe("The effect the operator verified (e.g. the ticket id to keep).")),
 		toolschema.Property("effects_removed", toolschema.Describe("FAILED only: the operator states every effect of this operation "+
 			"was removed at the provider. Required to resolve FAILED when effects are known to exist; recorded in the journal.")),
+		toolschema.Property("late_commits_ruled_out", toolschema.Describe("FAILED only: the operator states no request of this operation "+
+			"already sent can still commit at the provider. Required to resolve FAILED when the provider promises no commit deadline "+
+			"and a request may have reached it; recorded in the journal.")),
 		toolschema.ExactlyOne("operation_id", "handle"),
 	)
 }

@@ -99,20 +99,20 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	_, err := f.family.Approve(alice, op)
 	requireFailure(t, err, tools.CodePreconditionFailed)
 
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, alice, op, operatortools.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, alice, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "kept ticket-9001", ResourceID: "ticket-9001"})
 	requireFailure(t, err, tools.CodeForbidden)
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "checked release queue", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "checked release queue"})
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, "MAYBE", "checked", "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: "MAYBE", Evidence: "checked", ResourceID: "ticket-9001"})
 	requireFailure(t, err, tools.CodeInvalidArgument)
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, strings.Repeat("x", 1001), "ticket-9001", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: strings.Repeat("x", 1001), ResourceID: "ticket-9001"})
 	requireFailure(t, err, tools.CodeInvalidArgument)
 	stored, err := f.st.Get(context.Background(), op.Handle)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, stored.State, "refused resolutions change nothing")
 
 	evidence := "Two tickets in the release queue; kept ticket-9001, cancelled ticket-9002 (INC-123)."
-	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, evidence, "ticket-9001", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: evidence, ResourceID: "ticket-9001"})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateSucceeded, settled.State)
 	assert.Equal(t, operation.OutcomeCommittedAndVerified, settled.Outcome)
@@ -132,10 +132,10 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 
 	// The stale copy cannot be resolved again; the settled one is not ESCALATED.
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionSucceeded, "second opinion: keep 9002", "ticket-9002", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "second opinion: keep 9002", ResourceID: "ticket-9002"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "changed while it was being resolved")
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, stored, operatortools.ResolutionFailed, "second opinion", "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, stored, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "second opinion", EffectsRemoved: true})
 	requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Equal(t, 1, f.sim.Stats().CreateCalls)
 }
@@ -143,7 +143,7 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing.T) {
 	f := newFixture(t, 0)
 	op := escalated(t, f)
-	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "both tickets look wrong", "", false)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "both tickets look wrong"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "effects_removed")
 	stored, err := f.st.Get(context.Background(), op.Handle)
@@ -154,18 +154,18 @@ func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing
 	assert.True(t, dedup.Deduplicated, "the incident still holds the target: no third ticket")
 
 	evidence := "both tickets cancelled by release team"
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "still shows effects", "the statement alone is not enough: the search still finds the tickets")
 	require.True(t, f.sim.RemoveTicket("ticket-9001"))
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "ticket-9002", "one ticket left is still an effect")
 	require.True(t, f.sim.RemoveTicket("ticket-9002"))
 	// Absence is proven only once the search covers the commit horizon.
 	f.clock.Advance(untilCommitHorizon(t, f, op))
 
-	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, evidence, "", true)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	last := settled.Journal[len(settled.Journal)-1]
@@ -198,7 +198,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 		{"resource named by the operator", noEffect, "ticket-9001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, tc.op, operatortools.ResolutionFailed, "nothing to keep", tc.resourceID, false)
+			_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, tc.op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "nothing to keep", ResourceID: tc.resourceID})
 			fail := requireFailure(t, err, tools.CodePreconditionFailed)
 			assert.Contains(t, fail.Message, "effects of this operation exist")
 			assert.Contains(t, fail.Message, "effects_removed: true")
@@ -206,7 +206,7 @@ func TestResolveFailedIsRefusedWhileEffectsAreKnown(t *testing.T) {
 			assert.Equal(t, map[string]string{"handle": tc.op.Handle}, fail.Next.Arguments, "the operator is not shown alice's operation_id")
 		})
 	}
-	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, incident, operatortools.ResolutionSucceeded, "kept ticket-9001", "ticket-9001", true)
+	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, incident, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "kept ticket-9001", ResourceID: "ticket-9001", EffectsRemoved: true})
 	requireFailure(t, err, tools.CodeInvalidArgument)
 }
 
@@ -223,12 +223,12 @@ func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
 	require.Equal(t, operation.StateEscalated, op.State)
 
 	// Until the provider's search covers the dispatch, absence is not proven.
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "no ticket in the release queue", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "no ticket in the release queue"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "cannot yet prove")
 	f.clock.Advance(untilCommitHorizon(t, f, op))
 
-	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.ResolutionFailed, "no ticket in the release queue", "", false)
+	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "no ticket in the release queue"})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, settled.State)
 	assert.Equal(t, "no ticket in the release queue", settled.Journal[len(settled.Journal)-1].Detail)
@@ -279,7 +279,7 @@ func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 	sub, err := f.submit(t, alice, paymentsArgs)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateSucceeded, sub.Operation.State)
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, sub.Operation, operatortools.ResolutionFailed, "looks wrong", "", false)
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, sub.Operation, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "looks wrong"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "SUCCEEDED")
 
