@@ -207,7 +207,7 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 	}
 	n := 0
 	// Entries are read one at a time, so a long batch costs no more than
-	// its first maxBatchEntries+1 entries.
+	// its first maxBatchEntries entries (More only peeks at the next).
 	for ; dec.More(); n++ {
 		if n == maxBatchEntries {
 			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
