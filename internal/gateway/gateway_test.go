@@ -3,9 +3,13 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,4 +190,85 @@ func TestEveryBusinessCodeConformsToEveryAdvertisedOutputSchema(t *testing.T) {
 			assert.Error(t, schema.Validate(map[string]any{"code": "NO_SUCH_CODE", "message": "m", "retry_allowed": false}))
 		}
 	}
+}
+
+// A JSON-RPC batch (protocol 2025-03-26, no version header) is one HTTP
+// request holding several calls, which the SDK runs concurrently: each
+// write still takes its own slot of the admission gate, so under Lambda's
+// gate of one with no queue, the second write of a batch is answered
+// OVERLOADED while the first is at the provider, as a second request
+// would be.
+func TestEachWriteInABatchPassesTheAdmissionGateLikeASingleCall(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 1, MaxQueue: 0, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{dispatching: make(chan struct{}, 2), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(refund.release) }) }
+	t.Cleanup(release)
+	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
+	require.NoError(t, err)
+	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
+	require.NoError(t, err)
+	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
+	}))
+	t.Cleanup(srv.Close)
+
+	call := func(id int, charge string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"issue_refund","arguments":{"charge_id":%q}}}`, id, charge)
+	}
+	body := "[" + call(1, "ch_batch_1") + "," + call(2, "ch_batch_2") + "]"
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		done <- answer{status: resp.StatusCode, body: data, err: err}
+	}()
+
+	<-refund.dispatching // one write holds the gate's only slot, at the provider
+	require.Eventually(t, func() bool { return gate.Stats().Rejected == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the batch's other write is refused by the gate")
+	release()
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+	var msgs []struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(got.body, &msgs), "%s", got.body)
+	require.Len(t, msgs, 2)
+	var statuses []string
+	for _, m := range msgs {
+		sc := m.Result.StructuredContent
+		if code, ok := sc["code"].(string); ok {
+			statuses = append(statuses, code)
+		} else {
+			statuses = append(statuses, fmt.Sprint(sc["status"]))
+		}
+	}
+	assert.ElementsMatch(t, []string{"SUCCEEDED", string(tools.CodeOverloaded)}, statuses, "%s", got.body)
+	assert.Equal(t, int32(1), refund.sent.Load(), "one write reached the provider")
 }

@@ -29,8 +29,8 @@ type requestInfoKey struct{}
 // requestInfo is what the boundary learns from the HTTP request before the
 // SDK sees it.
 type requestInfo struct {
-	jsonrpcID   string // "" for notifications, batches and unparsable bodies
-	params      json.RawMessage
+	jsonrpcID   string          // "" for notifications, batches and unparsable bodies
+	params      json.RawMessage // nil for batches
 	header      http.Header
 	deadline    time.Time
 	hasDeadline bool
@@ -64,6 +64,9 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 //   - answers unparsable bodies with JSON-RPC parse / invalid-request errors,
 //   - answers a tools/call of an unknown tool itself, naming the tool only
 //     in a shortened form (the SDK echoes the name at full length),
+//   - refuses a JSON-RPC batch whole unless it is at protocol 2025-03-26,
+//     holds at most maxBatchEntries entries, and each entry passes the
+//     checks a single message gets (checkBatch),
 //   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors,
 //     and shortens the messages of every 4xx error answer (the SDK quotes
 //     method names and Mcp-Name headers whole).
@@ -121,26 +124,108 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var id jsonrpc.ID
-	if len(trimmed) > 0 && trimmed[0] != '[' { // batches are left to the SDK
-		msg, err := jsonrpc.DecodeMessage(trimmed)
-		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid JSON-RPC message: "+err.Error())
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if refused := b.checkBatch(r.Header, trimmed); refused != nil {
+			refused.write(w)
 			return
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+	} else {
+		req, refused := b.checkMessage(r.Header, trimmed)
+		if refused != nil {
+			refused.write(w)
+			return
+		}
+		if req != nil {
 			id = req.ID
 			info.jsonrpcID = fmt.Sprint(req.ID.Raw())
 			info.params = req.Params
-			if name, unknown := b.unknownTool(req); unknown {
-				writeRPCError(w, invalidParamsStatus(r.Header, req), id, jsonrpc.CodeInvalidParams, "unknown tool "+name)
-				return
-			}
 		}
 	}
 
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	b.next.ServeHTTP(rw, r)
 	rw.finish(id)
+}
+
+// refusal is an answer the boundary gives in place of the SDK's.
+type refusal struct {
+	status  int
+	id      jsonrpc.ID
+	code    int64
+	message string
+}
+
+func (f *refusal) write(w http.ResponseWriter) {
+	writeRPCError(w, f.status, f.id, f.code, f.message)
+}
+
+// checkMessage applies the boundary's checks to one JSON-RPC message: it
+// returns the message if it is a request with an id (nil for
+// notifications and responses, which are left to the SDK), or the answer
+// that refuses it.
+func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Request, *refusal) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		// The decoder quotes a bad "jsonrpc" tag whole.
+		return nil, &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			shortenMessage("invalid JSON-RPC message: " + err.Error())}
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.ID.IsValid() {
+		return nil, nil
+	}
+	if name, unknown := b.unknownTool(req); unknown {
+		return req, &refusal{invalidParamsStatus(header, req), req.ID, jsonrpc.CodeInvalidParams, "unknown tool " + name}
+	}
+	return req, nil
+}
+
+// batchProtocol is the one protocol revision with JSON-RPC batches (added
+// in it, removed in 2025-06-18); a request without an MCP-Protocol-Version
+// header is taken to be at it.
+const batchProtocol = "2025-03-26"
+
+// maxBatchEntries bounds the entries of a JSON-RPC batch. API Gateway
+// throttles HTTP requests, not the calls inside them, and the SDK runs
+// every entry (concurrently), so a batch multiplies what one throttled
+// request may cost; this many covers the parallel calls of one client turn.
+const maxBatchEntries = 8
+
+// checkBatch refuses a JSON-RPC batch (data, valid JSON, is an array) at a
+// protocol version without batches, one past maxBatchEntries, and one with
+// an entry that checkMessage refuses. A batch is refused whole, as the SDK
+// refuses one naming an unknown method, so nothing in it runs: HTTP 400,
+// no id, the entry's error code and message, numbered from 1.
+func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
+	if v := header.Get("MCP-Protocol-Version"); v != "" && v != batchProtocol {
+		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			"JSON-RPC batches are part of protocol " + batchProtocol + " only; send one message per request"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // the opening '['
+		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON"}
+	}
+	n := 0
+	// Entries are read one at a time, so a long batch costs no more than
+	// its first maxBatchEntries entries (More only peeks at the next).
+	for ; dec.More(); n++ {
+		if n == maxBatchEntries {
+			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("a JSON-RPC batch may hold at most %d entries; send the rest in further requests", maxBatchEntries)}
+		}
+		var entry json.RawMessage
+		if err := dec.Decode(&entry); err != nil {
+			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON"}
+		}
+		if _, refused := b.checkMessage(header, entry); refused != nil {
+			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, refused.code,
+				fmt.Sprintf("batch entry %d: %s", n+1, refused.message)}
+		}
+	}
+	if n == 0 {
+		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid JSON-RPC batch: it is empty"}
+	}
+	return nil
 }
 
 // unknownTool reports a tools/call naming a tool that is not registered,

@@ -24,6 +24,9 @@
 //     is a -32020 JSON-RPC error, HTTP 400);
 //   - answers unknown methods and unknown tools with JSON-RPC errors
 //     (2026-07-28: HTTP 404 / 400; older: unknown tool is -32602 in a 200);
+//   - runs every entry of a JSON-RPC batch (an array body), concurrently,
+//     at 2025-03-26 and 2024-11-05, of any length; refuses batches from
+//     2025-06-18 on;
 //   - passes the HTTP headers and bearer TokenInfo to handlers in
 //     CallToolRequest.Extra, and keeps the HTTP request's context values.
 //
@@ -55,6 +58,14 @@
 //     HTTP 413, and the SDK's plain-text 4xx answers to POSTs (e.g. an
 //     unknown method under older protocol versions) are rewritten as
 //     JSON-RPC errors with the same status and the request's id.
+//   - JSON-RPC batches bounded: accepted only at 2025-03-26 (the one
+//     revision that has them; no MCP-Protocol-Version header means it),
+//     with at most 8 entries (API Gateway throttles HTTP requests, not the
+//     calls inside them), each passing the checks a single message gets; a
+//     batch failing any of these is refused whole, HTTP 400, before any of
+//     it runs. Each accepted entry is a call of its own (argument checks,
+//     the handler, and the caller's admission gate), but shares the HTTP
+//     request's headers and has no JSONRPCID or RequestParams.
 //   - Capabilities fixed to {"tools":{}}: no listChanged and no logging, so
 //     subscriptions/listen acknowledges an empty subscription and completes
 //     at once (as a short SSE body) instead of holding the response open

@@ -21,6 +21,8 @@ const (
 	version20260728 = "2026-07-28"
 	version20251125 = "2025-11-25"
 	version20250618 = "2025-06-18"
+	version20250326 = "2025-03-26"
+	version20241105 = "2024-11-05"
 )
 
 const reviewInputSchema = `{
@@ -275,3 +277,26 @@ func mustSchema(t *testing.T, raw string) *compiledSchema {
 }
 
 func orderID(n int) string { return fmt.Sprintf("O%011d", n) }
+
+// decodeBatch reads a JSON-RPC batch answer (an array) into its messages.
+func decodeBatch(t *testing.T, resp rawResponse) []rpcMessage {
+	t.Helper()
+	var msgs []rpcMessage
+	require.NoError(t, json.Unmarshal(resp.body, &msgs), "body %.300s", resp.body)
+	return msgs
+}
+
+// reviewCall is a raw tools/call of the review tool with JSON-RPC id id.
+func reviewCall(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"request_risk_review",`+
+		`"arguments":{"order_id":"%s","reason":"r"}}}`, id, orderID(id))
+}
+
+// batchOf is a JSON-RPC batch of n review calls, ids 1..n.
+func batchOf(n int) string {
+	entries := make([]string, n)
+	for i := range entries {
+		entries[i] = reviewCall(i + 1)
+	}
+	return "[" + strings.Join(entries, ",") + "]"
+}

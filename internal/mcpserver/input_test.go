@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -159,4 +161,73 @@ func TestLargestLegitimateCallFitsTheDefaultBodyCap(t *testing.T) {
 		"arguments": map[string]any{"handle": "op_" + strings.Repeat("a", 26), "resolution": "SUCCEEDED", "resource_id": strings.Repeat("r", 128)}})
 	body = strings.Replace(body, `"resolution":"SUCCEEDED"`, `"resolution":"SUCCEEDED","evidence":"`+evidence+`"`, 1)
 	assert.Less(t, len(body)+4<<10, DefaultMaxBodyBytes, "body of %d bytes plus 4 KiB of headroom", len(body))
+}
+
+// API Gateway throttles HTTP requests, not the calls inside them: a batch
+// past the limit is refused whole, before any of it runs, so one request
+// costs at most maxBatchEntries calls.
+func TestBatchOverTheEntryLimitIsRefusedBeforeAnyCallRuns(t *testing.T) {
+	for _, n := range []int{maxBatchEntries + 1, 150} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, reviewTool(rec))
+			body := batchOf(n)
+			require.Less(t, len(body), DefaultMaxBodyBytes, "the batch fits under the body cap")
+			resp := post(t, testContext(t), srv.URL, nil, body)
+
+			assert.Equal(t, http.StatusBadRequest, resp.status, "%.300s", resp.body)
+			msgs := decodeMessages(t, resp)
+			require.NotNil(t, msgs[0].Error, "%.300s", resp.body)
+			assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), msgs[0].Error.Code)
+			assert.Contains(t, msgs[0].Error.Message, fmt.Sprintf("at most %d", maxBatchEntries))
+			assert.Nil(t, msgs[0].ID)
+			assert.Empty(t, rec.snapshot(), "no call runs")
+		})
+	}
+	t.Run("at the limit", func(t *testing.T) {
+		rec := &recorder{}
+		srv := startServer(t, reviewTool(rec))
+		resp := post(t, testContext(t), srv.URL, nil, batchOf(maxBatchEntries))
+		require.Equal(t, http.StatusOK, resp.status, "%.300s", resp.body)
+		assert.Len(t, decodeBatch(t, resp), maxBatchEntries)
+		assert.Len(t, rec.snapshot(), maxBatchEntries)
+	})
+}
+
+// Each batch entry gets the checks a single message gets. An entry naming
+// an unknown tool refuses the whole batch (as the SDK refuses one naming an
+// unknown method), naming the tool shortened as for a single call.
+func TestBatchedUnknownToolNameIsNotEchoedAtFullLength(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, reviewTool(rec))
+	name := strings.Repeat("n", 20_000)
+	body := "[" + reviewCall(1) + `,{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}]`
+	resp := post(t, testContext(t), srv.URL, nil, body)
+
+	assert.Equal(t, http.StatusBadRequest, resp.status)
+	assert.Less(t, len(resp.body), 400, "answer %.200s", resp.body)
+	msgs := decodeMessages(t, resp)
+	require.NotNil(t, msgs[0].Error)
+	assert.EqualValues(t, jsonrpc.CodeInvalidParams, msgs[0].Error.Code)
+	assert.Contains(t, msgs[0].Error.Message, "batch entry 2: unknown tool")
+	assert.Contains(t, msgs[0].Error.Message, "(20000 bytes)")
+	assert.Empty(t, rec.snapshot(), "no entry runs")
+}
+
+// The JSON-RPC decoder quotes a bad "jsonrpc" tag whole; the boundary's
+// answer cuts it, alone or in a batch.
+func TestBadJSONRPCTagIsNotEchoedAtFullLength(t *testing.T) {
+	srv := startServer(t, reviewTool(&recorder{}))
+	bad := `{"jsonrpc":"` + strings.Repeat("v", 20_000) + `","id":1,"method":"tools/list"}`
+	for name, body := range map[string]string{"alone": bad, "in a batch": "[" + bad + "]"} {
+		t.Run(name, func(t *testing.T) {
+			resp := post(t, testContext(t), srv.URL, nil, body)
+			assert.Equal(t, http.StatusBadRequest, resp.status)
+			assert.Less(t, len(resp.body), 1000, "answer %.200s", resp.body)
+			msgs := decodeMessages(t, resp)
+			require.NotNil(t, msgs[0].Error)
+			assert.EqualValues(t, jsonrpc.CodeInvalidRequest, msgs[0].Error.Code)
+			assert.Contains(t, msgs[0].Error.Message, "version tag")
+		})
+	}
 }

@@ -249,3 +249,93 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 	require.NotNil(t, msgs[0].Error)
 	assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), msgs[0].Error.Code)
 }
+
+// 2025-03-26 is the one revision with JSON-RPC batches, and servers must
+// accept them: each entry is a request of its own, answered in one array.
+func TestBatchAtProtocol20250326RunsEachCallAndAnswersAnArray(t *testing.T) {
+	for name, header := range map[string]http.Header{
+		"no version header (means 2025-03-26)": nil,
+		"2025-03-26 header":                    {"MCP-Protocol-Version": {version20250326}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, reviewTool(rec))
+			body := "[" + reviewCall(1) + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + reviewCall(2) + "]"
+			resp := post(t, testContext(t), srv.URL, header, body)
+			require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+			msgs := decodeBatch(t, resp)
+			require.Len(t, msgs, 2, "one answer per call, none for the notification")
+			for _, m := range msgs {
+				assert.Nil(t, m.Error)
+				assert.Contains(t, string(m.Result), "PENDING")
+			}
+			assert.Len(t, rec.snapshot(), 2, "each call reaches the handler on its own")
+		})
+	}
+}
+
+// Batching was added in 2025-03-26 and removed in 2025-06-18: at any other
+// version a batch is refused whole, before any entry is looked at.
+func TestBatchIsRefusedAtProtocolVersionsWithoutBatching(t *testing.T) {
+	for _, v := range []string{version20241105, version20250618, version20251125, version20260728} {
+		t.Run(v, func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, reviewTool(rec))
+			resp := post(t, testContext(t), srv.URL, http.Header{"MCP-Protocol-Version": {v}}, batchOf(2))
+			assert.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
+			msgs := decodeMessages(t, resp)
+			require.NotNil(t, msgs[0].Error, "%s", resp.body)
+			assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), msgs[0].Error.Code)
+			assert.Contains(t, msgs[0].Error.Message, "batch")
+			assert.Nil(t, msgs[0].ID)
+			assert.Empty(t, rec.snapshot(), "nothing reaches the tool")
+		})
+	}
+}
+
+func TestBatchWithAnEntryThatIsNotJSONRPCIsRefusedWhole(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty batch":           `[]`,
+		"entry not JSON-RPC":    "[" + reviewCall(1) + `,{"hello":"world"}]`,
+		"entry not an object":   "[" + reviewCall(1) + `,1]`,
+		"nested batch as entry": "[" + reviewCall(1) + ",[" + reviewCall(2) + "]]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, reviewTool(rec))
+			resp := post(t, testContext(t), srv.URL, nil, body)
+			assert.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
+			msgs := decodeMessages(t, resp)
+			require.NotNil(t, msgs[0].Error, "%s", resp.body)
+			assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), msgs[0].Error.Code)
+			assert.Empty(t, rec.snapshot(), "no entry runs")
+		})
+	}
+}
+
+// The argument checks run per call, so a batched call is refused exactly
+// as the same call sent alone.
+func TestBatchedCallsGetTheSameArgumentChecksAsASingleCall(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, reviewTool(rec))
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"request_risk_review",` +
+		`"arguments":{"order_id":"O00000000001","reason":"r","order_id":"O00000000002"}}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"request_risk_review",` +
+		`"arguments":{"order_id":"O00000000001","reason":"r","x":[0]}}}]`
+	resp := post(t, testContext(t), srv.URL, nil, body)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	msgs := decodeBatch(t, resp)
+	require.Len(t, msgs, 2)
+	want := map[float64]string{1: `duplicate property "order_id"`, 2: `unexpected property "x"`}
+	for _, m := range msgs {
+		var res struct {
+			IsError           bool           `json:"isError"`
+			StructuredContent map[string]any `json:"structuredContent"`
+		}
+		require.NoError(t, json.Unmarshal(m.Result, &res))
+		assert.True(t, res.IsError)
+		assert.Equal(t, "INVALID_ARGUMENT", res.StructuredContent["code"])
+		assert.Equal(t, want[m.ID.(float64)], res.StructuredContent["message"])
+	}
+	assert.Empty(t, rec.snapshot())
+}
