@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // Method names of the extension.
@@ -90,21 +90,23 @@ func (s *Service) Install(server *mcp.Server) error {
 	return nil
 }
 
-// slot carries, from a tool handler back to the middleware, the operation
-// the call created or found.
-type slot struct{ op *operation.Operation }
+// slot carries, from a tool handler back to the middleware, the
+// submission of the call: the operation it created or found, or a lost
+// insert's key (tools.Submission.MayExist).
+type slot struct{ sub *tools.Submission }
 
 type slotKey struct{}
 
-// Defer offers op, the operation of this tools/call, to the middleware,
+// Defer offers sub, the submission of this tools/call, to the middleware,
 // which answers with a task where the request asked for one: a 2026-07-28
-// request that opted in gets one if op is not final; a task-augmented
-// 2025-11-25 call always does. It does nothing otherwise (only then is
-// there a slot in ctx), so a request that asked for no task is answered
-// exactly as without this package.
-func Defer(ctx context.Context, op operation.Operation) {
+// request that opted in gets one if its operation is not final; a
+// task-augmented 2025-11-25 call always does, also when the insert's
+// answer was lost (sub.MayExist, no operation). It does nothing otherwise
+// (only then is there a slot in ctx), so a request that asked for no task
+// is answered exactly as without this package.
+func Defer(ctx context.Context, sub tools.Submission) {
 	if sl, ok := ctx.Value(slotKey{}).(*slot); ok {
-		sl.op = &op
+		sl.sub = &sub
 	}
 }
 
@@ -141,10 +143,13 @@ func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		sl := &slot{}
 		res, err := next(context.WithValue(ctx, slotKey{}, sl), method, req)
-		if err != nil || sl.op == nil || Final(*sl.op) {
+		// A lost insert's answer is not a task here: 2026-07-28 returns one
+		// only once tasks/get would resolve it; the tool's own answer says
+		// the outcome is unknown and to call again with the same key.
+		if err != nil || sl.sub == nil || sl.sub.Operation.Handle == "" || Final(sl.sub.Operation) {
 			return res, err
 		}
-		created, cerr := s.Created(ctx, *sl.op)
+		created, cerr := s.Created(ctx, sl.sub.Operation)
 		if cerr != nil {
 			return res, err
 		}
