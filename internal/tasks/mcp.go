@@ -149,7 +149,7 @@ func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || sl.sub == nil || sl.sub.Operation.Handle == "" || Final(sl.sub.Operation) {
 			return res, err
 		}
-		created, cerr := s.Created(ctx, sl.sub.Operation)
+		created, cerr := s.Created(ctx, *sl.sub)
 		if cerr != nil {
 			return res, err
 		}

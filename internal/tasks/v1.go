@@ -136,11 +136,11 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 		return nil, refusedWithoutTask(res)
 	}
 	if sl.sub.Operation.Handle == "" {
-		return s.unknownV1(ctx, s.cfg.IDs.For(sl.sub.Key.Handle())), nil
+		return s.unknownV1(ctx, s.TaskID(*sl.sub)), nil
 	}
 	op := sl.sub.Operation
 	c, _ := s.cfg.Caller(ctx)
-	t, err := s.view(c, op, s.cfg.IDs.For(op.Handle))
+	t, err := s.view(c, op, s.TaskID(*sl.sub))
 	if err != nil {
 		return res, nil // the tool's own answer is true; losing it is worse
 	}
@@ -237,9 +237,7 @@ func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolRes
 			return nil, err
 		}
 		if Final(op) {
-			w := s.tools[op.Key.Tool]
-			r := w.Render(c, toolsSubmission(op))
-			res := mcpserver.Result(r.Body, r.IsError)
+			res := s.render(c, op, taskID)
 			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
 			return res, nil
 		}
