@@ -246,3 +246,27 @@ func TestOptedInCallWhoseInsertAnswerWasLostIsToldTheOutcomeIsUnknown(t *testing
 	_, err := w.operation(t, "op-lost-2026-1")
 	require.NoError(t, err, "it was recorded")
 }
+
+// A call deduplicated onto another key's operation whose binding write was
+// applied but whose answer was lost gets its own key's task, which
+// resolves through the binding to the holder.
+func TestOlderClientsDeduplicatedCallWhoseBindingAnswerWasLostGetsItsOwnTask(t *testing.T) {
+	w := newTaskWorld(t)
+	call := func(opID string) map[string]any {
+		return map[string]any{"name": "issue_refund", "task": map[string]any{},
+			"arguments": map[string]any{"charge_id": "ch_shared", "operation_id": opID}}
+	}
+	holder := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", call("op-bind-holder-1"), false))
+	require.Equal(t, "completed", holder["status"])
+
+	w.lossy.action, w.lossy.applied = "PutItem", true
+	task := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", call("op-bind-lost-1"), false))
+	require.Positive(t, w.lossy.lost.Load(), "the binding was written and its answer lost")
+	assert.NotEqual(t, holder["taskId"], task["taskId"], "its own key's task")
+	assert.Equal(t, "completed", task["status"], "read from the table: the holder, settled")
+
+	got := w.post(t, "2025-11-25", "tasks/get", map[string]any{"taskId": task["taskId"]}, false)
+	require.Nil(t, got["error"], "%v", got)
+	assert.Equal(t, "completed", got["result"].(map[string]any)["status"])
+	assert.Equal(t, int32(1), w.refund.sent.Load(), "sent once, for the holder")
+}
