@@ -270,3 +270,58 @@ func TestOlderClientsDeduplicatedCallWhoseBindingAnswerWasLostGetsItsOwnTask(t *
 	assert.Equal(t, "completed", got["result"].(map[string]any)["status"])
 	assert.Equal(t, int32(1), w.refund.sent.Load(), "sent once, for the holder")
 }
+
+// Tasks came with protocol 2025-11-25 (tasks/get, tasks/result,
+// tasks/cancel) and the 2026-07-28 extension (tasks/get, tasks/update,
+// tasks/cancel): a request of a revision without the method is answered
+// as for any method that revision does not have, -32601, whatever its
+// _meta says; never with the extension's -32021.
+func TestTasksMethodsAreUnknownAtRevisionsWithoutThem(t *testing.T) {
+	w := newTaskWorld(t)
+	absent := map[string][]string{
+		"2025-03-26": {"tasks/get", "tasks/cancel", "tasks/update", "tasks/result"},
+		"2025-06-18": {"tasks/get", "tasks/cancel", "tasks/update", "tasks/result"},
+		"2025-11-25": {"tasks/update"},
+		"2026-07-28": {"tasks/result"},
+	}
+	for version, methods := range absent {
+		for _, m := range methods {
+			for _, optIn := range []bool{false, true} {
+				r := w.post(t, version, m, map[string]any{"taskId": "tsk_x"}, optIn)
+				e, _ := r["error"].(map[string]any)
+				require.NotNil(t, e, "%s %s: %v", version, m, r)
+				assert.Equal(t, float64(-32601), e["code"], "%s %s (opted in: %v): %v", version, m, optIn, e)
+			}
+		}
+	}
+	// Where the method exists, an unknown id is still "not found".
+	for version, methods := range map[string][]string{"2025-11-25": {"tasks/get", "tasks/cancel", "tasks/result"}, "2026-07-28": {"tasks/get", "tasks/cancel", "tasks/update"}} {
+		for _, m := range methods {
+			e, _ := w.post(t, version, m, map[string]any{"taskId": "tsk_x"}, true)["error"].(map[string]any)
+			require.NotNil(t, e, "%s %s", version, m)
+			assert.Equal(t, float64(-32602), e["code"], "%s %s: %v", version, m, e)
+		}
+	}
+}
+
+// The per-request opt-in is a 2026-07-28 request's: an older revision's
+// tools/call carrying it in _meta is answered as that revision answers it,
+// never with the extension's CreateTaskResult.
+func TestOlderRevisionsCallCarryingTheOptInIsAnsweredPlainly(t *testing.T) {
+	w := newTaskWorld(t)
+	// The state write after dispatch is lost: the operation stays PENDING,
+	// an outcome that is not final within the call.
+	w.lossy.action = "UpdateItem"
+	created := w.post(t, "2026-07-28", "tools/call", refundCall("op-optin-2026", false), true)
+	require.Nil(t, created["error"], "%v", created)
+	require.Equal(t, "task", created["result"].(map[string]any)["resultType"], "the control: 2026-07-28 opted in gets a task")
+
+	for _, version := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
+		r := w.post(t, version, "tools/call", refundCall("op-optin-"+version, false), true)
+		require.Nil(t, r["error"], "%v", r)
+		res := r["result"].(map[string]any)
+		assert.NotContains(t, res, "resultType", version)
+		assert.NotContains(t, res, "taskId", version)
+		assert.Contains(t, res, "structuredContent", "%s: the tool's own result: %v", version, res)
+	}
+}

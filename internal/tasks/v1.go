@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,25 +80,34 @@ func firstSettled(op operation.Operation) operation.State {
 	return op.State
 }
 
-// isV1 reports whether the request being served is a 2025-11-25 one: its
-// per-request protocol version in _meta (2026-07-28 clients send one) or,
-// without one, its session's version (from the MCP-Protocol-Version header
-// under the stateless transport) is 2025-11-25.
+// isV1 reports whether the request being served is a 2025-11-25 one.
 func isV1(ctx context.Context, session mcp.Session) bool {
+	return revision(ctx, session) == ProtocolV1
+}
+
+// revision is the protocol revision of the request being served: the
+// version its _meta names (2026-07-28 clients send one per request) or,
+// naming none, its session's (under the stateless transport from the
+// MCP-Protocol-Version header; the SDK takes an absent one for
+// 2025-03-26). "" if neither is known.
+func revision(ctx context.Context, session mcp.Session) string {
 	var params struct {
 		Meta map[string]any `json:"_meta"`
 	}
 	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
 		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-			return v == ProtocolV1
+			s, _ := v.(string)
+			return s
 		}
 	}
 	ss, ok := session.(*mcp.ServerSession)
 	if !ok || ss == nil {
-		return false
+		return ""
 	}
-	init := ss.InitializeParams()
-	return init != nil && init.ProtocolVersion == ProtocolV1
+	if init := ss.InitializeParams(); init != nil {
+		return init.ProtocolVersion
+	}
+	return ""
 }
 
 // taskRequested reports whether the raw tools/call params ask for a task,
@@ -324,5 +332,3 @@ func (s *Service) listToolsV1(res mcp.Result) (mcp.Result, error) {
 	}
 	return out, nil
 }
-
-var errNotV1 = errors.New("tasks/result is a method of protocol 2025-11-25")
