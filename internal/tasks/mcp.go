@@ -126,8 +126,8 @@ func methodAt(ctx context.Context, ss *mcp.ServerSession, method string) (v1 boo
 	}
 }
 
-// errUnknownMethod is JSON-RPC's Method not found for a method revision
-// does not have.
+// errUnknownMethod is JSON-RPC's Method not found for a method the request's
+// revision does not have.
 func errUnknownMethod(method, revision string) error {
 	if revision == "" {
 		revision = "unknown"
