@@ -75,13 +75,19 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 		Handler: g.serve(func(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {
 			sub, refused := g.submit(ctx, call, c, rec, w)
 			if refused != nil {
+				if g.cfg.Tasks && sub.MayExist {
+					// The insert's answer was lost: the operation may exist
+					// under the caller's key, so this is no refusal to a
+					// request that asked for a task.
+					tasks.Defer(ctx, sub)
+				}
 				return refused
 			}
 			if g.cfg.Tasks {
 				// Answered with a task only if the request asked for one
 				// (and the caller may see the operation, checked in submit); the
 				// task is the operation, durable since its insert.
-				tasks.Defer(ctx, sub.Operation)
+				tasks.Defer(ctx, sub)
 			}
 			r := w.Render(c, sub)
 			if r.IsError {

@@ -359,3 +359,63 @@ func TestCancelledUnsentOperationIsNeverSent(t *testing.T) {
 	require.NotNil(t, upd.Error)
 	assert.Contains(t, upd.Error.Message, "never asks for input")
 }
+
+// A call deduplicated onto another key's operation, answered plainly and
+// through its task (2026-07-28 tasks/get, 2025-11-25 tasks/result): the
+// task's result is what a replay of that call returns, deduplicated and
+// saying so, because its task id is its own key's.
+func TestDeduplicatedCallsTaskResultIsWhatItsReplayReturns(t *testing.T) {
+	clock := newTestClock()
+	h := startStackWith(t, 1, taskKeyEnv, stack.Config{Clock: clock.Now})
+	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateDropResponseAfterCommit, Times: 1}}}))
+	tok := h.token(t, "ALICE")
+	url := h.MCPURLs[0]
+
+	// The holder: its answer dropped, UNKNOWN, answered with its task.
+	holderCall := map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728049", "holder", "op-dedup-holder-1")}
+	holder := decodeTask(t, rpc(t, url, tok, "tools/call", riskreview.ToolRequest, holderCall, true))
+	require.Equal(t, "task", holder.ResultType)
+
+	// The same order under other keys: deduplicated onto the holder,
+	// answered with tasks (2026-07-28 and 2025-11-25).
+	dedupCall := map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728049", "holder", "op-dedup-1")}
+	created := decodeTask(t, rpc(t, url, tok, "tools/call", riskreview.ToolRequest, dedupCall, true))
+	require.Equal(t, "task", created.ResultType)
+	assert.NotEqual(t, holder.TaskID, created.TaskID, "each key names its own task")
+	v1 := callAsTaskV1(t, url, tok, reviewArgs("O20260728049", "holder", "op-dedup-2"))
+
+	svc, err := h.Apps[0].Reconciler()
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	_, err = svc.Sweep(context.Background())
+	require.NoError(t, err)
+
+	structured := func(raw json.RawMessage) map[string]any {
+		var r struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &r), "%s", raw)
+		return r.StructuredContent
+	}
+	replay := rpc(t, url, tok, "tools/call", riskreview.ToolRequest, dedupCall, false)
+	require.Nil(t, replay.Error)
+	want := structured(replay.Result)
+	require.Equal(t, true, want["deduplicated"])
+
+	done := decodeTask(t, getTask(t, url, tok, created.TaskID))
+	require.Equal(t, "completed", done.Status)
+	assert.Equal(t, want, done.Result["structuredContent"], "2026-07-28 task result is the replay")
+
+	v1res := rpcV1(t, url, tok, "tasks/result", map[string]any{"taskId": v1.TaskID})
+	require.Nil(t, v1res.Error)
+	v1replay := rpc(t, url, tok, "tools/call", riskreview.ToolRequest,
+		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728049", "holder", "op-dedup-2")}, false)
+	require.Nil(t, v1replay.Error)
+	assert.Equal(t, structured(v1replay.Result), structured(v1res.Result), "2025-11-25 tasks/result is the replay")
+
+	// The holder's task, and any id handed out before ids were per key,
+	// still reads as the holder's own call.
+	own := decodeTask(t, getTask(t, url, tok, holder.TaskID))
+	require.Equal(t, "completed", own.Status)
+	assert.Equal(t, false, own.Result["structuredContent"].(map[string]any)["deduplicated"])
+}

@@ -140,7 +140,7 @@ func TestTaskOfADeduplicatedCallShowsOnlyTheViewersOwnKey(t *testing.T) {
 	carols := decodeTask(t, rpc(t, h.MCPURLs[0], carolTok, "tools/call", riskreview.ToolRequest,
 		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728042", "same order", "op-task-tenant-02")}, true))
 	require.Equal(t, "working", carols.Status, "deduplicated onto Alice's unsettled review, which Carol's merchant may see")
-	require.Equal(t, alices.TaskID, carols.TaskID, "one operation, one task")
+	require.NotEqual(t, alices.TaskID, carols.TaskID, "each key names its own task; Carol's reads Alice's operation")
 
 	svc, err := h.Apps[0].Reconciler()
 	require.NoError(t, err)
@@ -153,6 +153,7 @@ func TestTaskOfADeduplicatedCallShowsOnlyTheViewersOwnKey(t *testing.T) {
 	sc := forCarol.Result["structuredContent"].(map[string]any)
 	assert.Equal(t, "SUCCEEDED", sc["status"])
 	assert.NotContains(t, sc, "operation_id", "Alice's key is not another client's to know")
+	assert.Equal(t, true, sc["deduplicated"], "Carol's task is her call's replay: deduplicated")
 	status, isErr := call(t, connect(t, h.MCPURLs[0], carolTok, protocolNew), riskreview.ToolStatus, map[string]any{"review_id": sc["review_id"]})
 	require.False(t, isErr, status)
 	assert.NotContains(t, status, "operation_id", "the task reads like the status tool")
@@ -260,13 +261,28 @@ func TestAnotherTenantsTaskMayBeReadButNotCancelled(t *testing.T) {
 
 	sams := decodeTask(t, rpc(t, h.MCPURLs[0], samTok, "tools/call", release.ToolCreate,
 		map[string]any{"name": release.ToolCreate, "arguments": ticketArgs("8bc911d", "deploy-op-cancel-02")}, true))
-	require.Equal(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see")
+	require.NotEqual(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see, under his own task")
 	read := decodeTask(t, getTask(t, h.MCPURLs[0], samTok, sams.TaskID))
 	assert.Contains(t, read.StatusMessage, "RETRYABLE")
 
-	refused := rpc(t, h.MCPURLs[0], samTok, "tasks/cancel", sams.TaskID, map[string]any{"taskId": sams.TaskID}, true)
-	require.NotNil(t, refused.Error, "another tenant may not withdraw Dana's team's operation")
-	assert.Equal(t, int64(-32602), refused.Error.Code)
+	// By his own task id (his key, bound to Dana's operation) or by
+	// Dana's, Sam reads the operation and may not withdraw it.
+	for _, id := range []string{sams.TaskID, danas.TaskID} {
+		refused := rpc(t, h.MCPURLs[0], samTok, "tasks/cancel", id, map[string]any{"taskId": id}, true)
+		require.NotNil(t, refused.Error, "another tenant may not withdraw Dana's team's operation")
+		assert.Equal(t, int64(-32602), refused.Error.Code)
+		assert.Contains(t, refused.Error.Message, "only the end user who requested the operation")
+	}
+	// Someone who may not see Dana's operation cannot tell Sam's task id
+	// from one that names nothing.
+	alice := h.token(t, "ALICE")
+	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		f := rpc(t, h.MCPURLs[0], alice, m, sams.TaskID, map[string]any{"taskId": sams.TaskID}, true)
+		u := rpc(t, h.MCPURLs[0], alice, m, "tsk_x", map[string]any{"taskId": "tsk_x"}, true)
+		require.NotNil(t, f.Error, m)
+		assert.Equal(t, u.Error, f.Error, m)
+		assert.Equal(t, u.status, f.status, m)
+	}
 	still := decodeTask(t, getTask(t, h.MCPURLs[0], danaTok, danas.TaskID))
 	assert.Contains(t, still.StatusMessage, "RETRYABLE", "nothing was withdrawn")
 
@@ -293,7 +309,7 @@ func TestAnotherTenantsTerminalTaskRefusesTheirCancelAsNotTheirsAtTheOlderRevisi
 	danas := callToolAsTaskV1(t, h.MCPURLs[0], danaTok, release.ToolCreate, ticketArgs("8bc911e", "deploy-op-v1cncl-01"))
 	require.Equal(t, "completed", danas.Status)
 	sams := callToolAsTaskV1(t, h.MCPURLs[0], samTok, release.ToolCreate, ticketArgs("8bc911e", "deploy-op-v1cncl-02"))
-	require.Equal(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see")
+	require.NotEqual(t, danas.TaskID, sams.TaskID, "deduplicated onto Dana's operation, which Sam's grant lets him see, under his own task")
 
 	refused := rpcV1(t, h.MCPURLs[0], samTok, "tasks/cancel", map[string]any{"taskId": sams.TaskID})
 	require.NotNil(t, refused.Error)

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // Method names of the extension.
@@ -36,14 +36,23 @@ func ToolMeta() map[string]any {
 	return map[string]any{Extension: map[string]any{"taskSupport": "optional"}}
 }
 
+// ProtocolExtension is the first protocol revision the extension is
+// defined for: its per-request opt-in and its methods exist from there on.
+const ProtocolExtension = "2026-07-28"
+
 // Install plugs the extension into server through go-sdk's extension
 // points: a receiving middleware (tools/call, and for 2025-11-25 clients
-// initialize and tools/list) and four custom methods. tasks/get and
-// tasks/cancel answer in the shapes of the request's protocol revision.
+// initialize and tools/list) and four custom methods. Each method answers
+// in the shapes of the request's protocol revision, and as unknown
+// (-32601) at a revision that does not have it (methodAt).
 func (s *Service) Install(server *mcp.Server) error {
 	server.AddReceivingMiddleware(s.middleware)
 	if err := mcp.AddReceivingCustomMethod(server, MethodGet, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
-		if isV1(ctx, ss) {
+		v1, err := methodAt(ctx, ss, MethodGet)
+		if err != nil {
+			return nil, err
+		}
+		if v1 {
 			return s.getV1(ctx, p.TaskID)
 		}
 		if !optedIn(p.GetMeta()) {
@@ -58,7 +67,11 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodCancel, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
-		if isV1(ctx, ss) {
+		v1, err := methodAt(ctx, ss, MethodCancel)
+		if err != nil {
+			return nil, err
+		}
+		if v1 {
 			return s.cancelV1(ctx, p.TaskID)
 		}
 		if !optedIn(p.GetMeta()) {
@@ -71,7 +84,11 @@ func (s *Service) Install(server *mcp.Server) error {
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
-	if err := mcp.AddReceivingCustomMethod(server, MethodUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
+	if err := mcp.AddReceivingCustomMethod(server, MethodUpdate, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
+		// 2025-11-25 has no tasks/update.
+		if rev := revision(ctx, ss); rev < ProtocolExtension {
+			return nil, errUnknownMethod(MethodUpdate, rev)
+		}
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
@@ -80,8 +97,8 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodResult, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (*mcp.CallToolResult, error) {
-		if !isV1(ctx, ss) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: errNotV1.Error()}
+		if rev := revision(ctx, ss); rev != ProtocolV1 {
+			return nil, errUnknownMethod(MethodResult, rev)
 		}
 		return s.resultV1(ctx, p.TaskID)
 	}); err != nil {
@@ -90,21 +107,52 @@ func (s *Service) Install(server *mcp.Server) error {
 	return nil
 }
 
-// slot carries, from a tool handler back to the middleware, the operation
-// the call created or found.
-type slot struct{ op *operation.Operation }
+// methodAt reports whether the request is a 2025-11-25 one (v1), or that
+// method is unknown at its revision. Tasks came with 2025-11-25
+// (tasks/get, tasks/result, tasks/list, tasks/cancel: "Tasks were
+// introduced in version 2025-11-25") and the 2026-07-28 extension
+// ("introduces three methods: tasks/get, tasks/update, and tasks/cancel");
+// an earlier revision has none of them, so a request of one is answered
+// like any method it lacks, -32601, and its _meta is not read: the
+// extension's -32021 and per-request opt-in belong to 2026-07-28.
+func methodAt(ctx context.Context, ss *mcp.ServerSession, method string) (v1 bool, err error) {
+	switch rev := revision(ctx, ss); {
+	case rev == ProtocolV1:
+		return true, nil
+	case rev >= ProtocolExtension:
+		return false, nil
+	default:
+		return false, errUnknownMethod(method, rev)
+	}
+}
+
+// errUnknownMethod is JSON-RPC's Method not found for a method the request's
+// revision does not have.
+func errUnknownMethod(method, revision string) error {
+	if revision == "" {
+		revision = "unknown"
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("Method not found: %s is not a method of protocol revision %s", method, revision)}
+}
+
+// slot carries, from a tool handler back to the middleware, the
+// submission of the call: the operation it created or found, or a lost
+// insert's key (tools.Submission.MayExist).
+type slot struct{ sub *tools.Submission }
 
 type slotKey struct{}
 
-// Defer offers op, the operation of this tools/call, to the middleware,
+// Defer offers sub, the submission of this tools/call, to the middleware,
 // which answers with a task where the request asked for one: a 2026-07-28
-// request that opted in gets one if op is not final; a task-augmented
-// 2025-11-25 call always does. It does nothing otherwise (only then is
-// there a slot in ctx), so a request that asked for no task is answered
-// exactly as without this package.
-func Defer(ctx context.Context, op operation.Operation) {
+// request that opted in gets one if its operation is not final; a
+// task-augmented 2025-11-25 call always does, also when the insert's
+// answer was lost (sub.MayExist, no operation). It does nothing otherwise
+// (only then is there a slot in ctx), so a request that asked for no task
+// is answered exactly as without this package.
+func Defer(ctx context.Context, sub tools.Submission) {
 	if sl, ok := ctx.Value(slotKey{}).(*slot); ok {
-		sl.op = &op
+		sl.sub = &sub
 	}
 }
 
@@ -136,15 +184,22 @@ func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if tool, ok := taskRequested(ctx); ok && isV1(ctx, req.GetSession()) {
 			return s.callV1(ctx, next, method, req, tool)
 		}
-		if req.GetParams() == nil || !optedIn(req.GetParams().GetMeta()) {
+		// The per-request opt-in is 2026-07-28's: at 2025-11-25 a task is
+		// asked for by "task" (above), and "receivers that do not declare
+		// the task capability ... MUST process requests of that type
+		// normally", which is every earlier revision.
+		if revision(ctx, req.GetSession()) < ProtocolExtension || req.GetParams() == nil || !optedIn(req.GetParams().GetMeta()) {
 			return next(ctx, method, req)
 		}
 		sl := &slot{}
 		res, err := next(context.WithValue(ctx, slotKey{}, sl), method, req)
-		if err != nil || sl.op == nil || Final(*sl.op) {
+		// A lost insert's answer is not a task here: 2026-07-28 returns one
+		// only once tasks/get would resolve it; the tool's own answer says
+		// the outcome is unknown and to call again with the same key.
+		if err != nil || sl.sub == nil || sl.sub.Operation.Handle == "" || Final(sl.sub.Operation) {
 			return res, err
 		}
-		created, cerr := s.Created(ctx, *sl.op)
+		created, cerr := s.Created(ctx, *sl.sub)
 		if cerr != nil {
 			return res, err
 		}

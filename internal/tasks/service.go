@@ -150,8 +150,8 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 }
 
 // mayWithdraw refuses a cancel by a caller who may see op but does not own
-// it, whatever op's state: holding the task id (a deduplicated call gets
-// the holder's task) and seeing the operation through a grant is not
+// it, whatever op's state: holding a task id that resolves to op (a
+// deduplicated call's own) and seeing op through a grant is not
 // owning it, and a team granted the same service must not withdraw another
 // team's intent. Operators may.
 func mayWithdraw(c tools.Caller, op operation.Operation) error {
@@ -205,16 +205,33 @@ func (s *Service) Update(ctx context.Context, taskID string) error {
 		Message: "Task does not accept updates: it never asks for input (it is never input_required); poll tasks/get"}
 }
 
-// Created is the CreateTaskResult for an operation that just became a
-// task. The operation is already durable (it was inserted before dispatch),
-// so tasks/get resolves before this handle is returned.
-func (s *Service) Created(ctx context.Context, op operation.Operation) (*CreateTaskResult, error) {
+// Created is the CreateTaskResult for a call's submission that just
+// became a task: the task of the caller's own key (TaskID). The operation
+// is already durable (it was inserted before dispatch, and a deduplicated
+// key's binding before the answer), so tasks/get resolves before this
+// handle is returned.
+func (s *Service) Created(ctx context.Context, sub tools.Submission) (*CreateTaskResult, error) {
 	c, _ := s.cfg.Caller(ctx)
-	t, err := s.view(c, op, s.cfg.IDs.For(op.Handle))
+	t, err := s.view(c, sub.Operation, s.TaskID(sub))
 	if err != nil {
 		return nil, err
 	}
 	return &CreateTaskResult{ResultType: "task", Task: t}, nil
+}
+
+// TaskID is the task id of a call's submission: derived from the caller's
+// own key's handle, which for a call deduplicated onto another key's
+// operation is its binding's, so each key names its own task (the
+// specifications want task ids unique per task) and its result is that
+// call's replay. A binding's handle resolves to its holder wherever an
+// operation is read, so nothing else changes; ids derived from the
+// holder's handle, handed out to deduplicated callers before, still
+// resolve (to the holder's own view).
+func (s *Service) TaskID(sub tools.Submission) string {
+	if sub.Key == (operation.RequestKey{}) {
+		return s.cfg.IDs.For(sub.Operation.Handle)
+	}
+	return s.cfg.IDs.For(sub.Key.Handle())
 }
 
 // find reads the operation a task id names, if the caller may see it, by
@@ -247,9 +264,7 @@ func (s *Service) find(ctx context.Context, taskID string) (tools.Caller, operat
 func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (Task, error) {
 	var result *mcp.CallToolResult
 	if Final(op) {
-		w := s.tools[op.Key.Tool]
-		r := w.Render(c, toolsSubmission(op))
-		result = mcpserver.Result(r.Body, r.IsError)
+		result = s.render(c, op, taskID)
 	}
 	t, err := View(op, taskID, result, s.cfg.Operator, s.timing())
 	if err != nil {
@@ -258,12 +273,16 @@ func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (T
 	return t, nil
 }
 
-// toolsSubmission is op as a replay of its call: what the tool answers
-// for it now. It names no operation_id: whoever holds the task id reads
-// it (a caller deduplicated onto op too), so the tool shows op's key only
-// to a viewer in the key space that chose it (packet.OwnOperationID).
-func toolsSubmission(op operation.Operation) tools.Submission {
-	return tools.Submission{Operation: op, Replayed: true}
+// render is the tool's result for op as a replay of the call taskID
+// stands for: a task id whose handle is not op's is a key bound to op by
+// deduplication (see TaskID), and its replay says it was deduplicated.
+// It names no operation_id: the tool shows op's key only to a viewer in
+// the key space that chose it (packet.OwnOperationID).
+func (s *Service) render(c tools.Caller, op operation.Operation, taskID string) *mcp.CallToolResult {
+	handle, _ := s.cfg.IDs.Handle(taskID)
+	sub := tools.Submission{Operation: op, Replayed: true, Deduplicated: handle != op.Handle}
+	r := s.tools[op.Key.Tool].Render(c, sub)
+	return mcpserver.Result(r.Body, r.IsError)
 }
 
 func (s *Service) timing() Timing {

@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,25 +80,34 @@ func firstSettled(op operation.Operation) operation.State {
 	return op.State
 }
 
-// isV1 reports whether the request being served is a 2025-11-25 one: its
-// per-request protocol version in _meta (2026-07-28 clients send one) or,
-// without one, its session's version (from the MCP-Protocol-Version header
-// under the stateless transport) is 2025-11-25.
+// isV1 reports whether the request being served is a 2025-11-25 one.
 func isV1(ctx context.Context, session mcp.Session) bool {
+	return revision(ctx, session) == ProtocolV1
+}
+
+// revision is the protocol revision of the request being served: the
+// version its _meta names (2026-07-28 clients send one per request) or,
+// naming none, its session's (under the stateless transport from the
+// MCP-Protocol-Version header; the SDK takes an absent one for
+// 2025-03-26). "" if neither is known.
+func revision(ctx context.Context, session mcp.Session) string {
 	var params struct {
 		Meta map[string]any `json:"_meta"`
 	}
 	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
 		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-			return v == ProtocolV1
+			s, _ := v.(string)
+			return s
 		}
 	}
 	ss, ok := session.(*mcp.ServerSession)
 	if !ok || ss == nil {
-		return false
+		return ""
 	}
-	init := ss.InitializeParams()
-	return init != nil && init.ProtocolVersion == ProtocolV1
+	if init := ss.InitializeParams(); init != nil {
+		return init.ProtocolVersion
+	}
+	return ""
 }
 
 // taskRequested reports whether the raw tools/call params ask for a task,
@@ -119,7 +127,9 @@ func taskRequested(ctx context.Context) (tool string, ok bool) {
 // callV1 answers a task-augmented 2025-11-25 tools/call: every accepted
 // call gets a task (that revision wants one for every accepted request,
 // also one that settled within the call); a refusal before any operation
-// exists is an error carrying the tool's refusal.
+// exists is an error carrying the tool's refusal. An insert whose answer
+// was lost may have recorded the operation, which is then sent: it gets
+// the task of the caller's key (unknownV1), never the refusal.
 func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, tool string) (mcp.Result, error) {
 	if !s.Supports(tool) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
@@ -130,15 +140,41 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 	if err != nil {
 		return res, err
 	}
-	if sl.op == nil {
+	if sl.sub == nil {
 		return nil, refusedWithoutTask(res)
 	}
+	if sl.sub.Operation.Handle == "" {
+		return s.unknownV1(ctx, s.TaskID(*sl.sub)), nil
+	}
+	op := sl.sub.Operation
 	c, _ := s.cfg.Caller(ctx)
-	t, err := s.view(c, *sl.op, s.cfg.IDs.For(sl.op.Handle))
+	t, err := s.view(c, op, s.TaskID(*sl.sub))
 	if err != nil {
 		return res, nil // the tool's own answer is true; losing it is worse
 	}
-	return &CreateTaskResultV1{Task: viewV1(t, *sl.op)}, nil
+	return &CreateTaskResultV1{Task: viewV1(t, op)}, nil
+}
+
+// unknownV1 is the task of a key whose insert's answer was lost: the task
+// as the table has it if one read finds the operation, else a working
+// task that says the outcome is unknown and how to learn it (tasks/get
+// then answers "not found" exactly when nothing was recorded).
+func (s *Service) unknownV1(ctx context.Context, taskID string) *CreateTaskResultV1 {
+	if c, op, err := s.find(ctx, taskID); err == nil {
+		if t, err := s.view(c, op, taskID); err == nil {
+			return &CreateTaskResultV1{Task: viewV1(t, op)}
+		}
+	}
+	tm := s.timing()
+	now := stamp(tm.Now)
+	// If it was recorded it stays PENDING until its lease ends, when the
+	// reconciler takes it over.
+	poll := min(max(s.cfg.Executor.Lease(), tm.MinPoll), tm.MaxPoll)
+	return &CreateTaskResultV1{Task: TaskV1{TaskID: taskID, Status: string(StatusWorking), CreatedAt: now, LastUpdatedAt: now,
+		PollInterval: poll.Milliseconds(),
+		StatusMessage: "the outcome is unknown: the answer to recording this call was lost, so the operation may have been recorded " +
+			"(then the server sends it, once) or not; poll tasks/get: if it answers that the task is not found, nothing was recorded, " +
+			"so call again with the same operation_id (never a new one)"}}
 }
 
 // refusedWithoutTask turns the tool's refusal into the JSON-RPC error a
@@ -209,9 +245,7 @@ func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolRes
 			return nil, err
 		}
 		if Final(op) {
-			w := s.tools[op.Key.Tool]
-			r := w.Render(c, toolsSubmission(op))
-			res := mcpserver.Result(r.Body, r.IsError)
+			res := s.render(c, op, taskID)
 			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
 			return res, nil
 		}
@@ -298,5 +332,3 @@ func (s *Service) listToolsV1(res mcp.Result) (mcp.Result, error) {
 	}
 	return out, nil
 }
-
-var errNotV1 = errors.New("tasks/result is a method of protocol 2025-11-25")

@@ -149,7 +149,12 @@ type Submission struct {
 	Key         operation.RequestKey
 	// Refused is, on an IDEMPOTENCY_CONFLICT, the key of the operation
 	// already under Key (Key itself, or the holder Key is bound to).
-	Refused    operation.RequestKey
+	Refused operation.RequestKey
+	// MayExist, with a failure: the insert under Key was sent and no
+	// outcome came back, so an operation (which the reconciler will then
+	// send) or a binding to a holder may exist under Key. The caller must
+	// not be told that nothing was recorded.
+	MayExist   bool
 	Digest     string
 	Latency    time.Duration
 	ErrorClass string
@@ -205,7 +210,9 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
 	cancel()
 	if err != nil {
-		return keyed, insertFailure(opID, err)
+		f, mayExist := insertFailure(opID, err)
+		keyed.MayExist = mayExist
+		return keyed, f
 	}
 	sub := keyed
 	sub.Operation = res.Operation
@@ -237,9 +244,9 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 // Once the transaction was sent it may have applied with every answer lost;
 // the operation then exists and its lease will expire into the reconciler,
 // which sends it. So the caller is never told "nothing was sent", only that
-// the outcome is unknown and how to learn it: the same operation_id again.
-func insertFailure(opID string, err error) *Failure {
-	var f *Failure
+// the outcome is unknown and how to learn it: the same operation_id again;
+// mayExist says so to the layers that answer in other shapes (tasks).
+func insertFailure(opID string, err error) (f *Failure, mayExist bool) {
 	switch {
 	case errors.Is(err, operation.ErrInvalid):
 		f = Fail(CodeInvalidArgument, false, nil, "the operation could not be recorded: %v", err)
@@ -251,9 +258,10 @@ func insertFailure(opID string, err error) *Failure {
 			&NextAction{Hint: "retry this call with the same operation_id (never a new one) to learn the outcome"},
 			"the outcome is unknown: the operation may have been recorded, and if so it will be sent; "+
 				"retry with the same operation_id %q to learn its outcome", opID)
+		mayExist = true
 	}
 	f.Cause = err
-	return f
+	return f, mayExist
 }
 
 // AwaitInFlight lets a replay (or a deduplicated answer) that found its
