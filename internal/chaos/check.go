@@ -361,9 +361,9 @@ type unjustifiedConflict struct {
 
 // unjustifiedConflicts lists the IDEMPOTENCY_CONFLICT answers to calls
 // whose key held no other arguments: no call of that key with other
-// arguments started before the conflict's answer ended. Calls without an
-// answer count (their insert may have applied), and so do concurrent
-// ones (the one that inserted first wins).
+// arguments, not itself refused as a conflict, started before the
+// conflict's answer ended. Calls without an answer count (their insert
+// may have applied), and so do concurrent ones (the first insert wins).
 func unjustifiedConflicts(calls []Call) []unjustifiedConflict {
 	type shared struct {
 		cell               int
@@ -377,8 +377,11 @@ func unjustifiedConflicts(calls []Call) []unjustifiedConflict {
 			byID[shared{k.cell, k.client, k.tool, k.opID}] = append(byID[shared{k.cell, k.client, k.tool, k.opID}], c)
 		}
 	}
-	// A call never explains itself: its arguments are its own.
-	explains := func(d, c Call) bool { return d.Start.Before(c.End) && !sameCallArgs(d.Args, c.Args) }
+	// A call never explains itself (its arguments are its own), nor does
+	// a conflict explain another: it stored nothing.
+	explains := func(d, c Call) bool {
+		return d.Start.Before(c.End) && !sameCallArgs(d.Args, c.Args) && !(d.Answered() && d.Code == "IDEMPOTENCY_CONFLICT")
+	}
 	var out []unjustifiedConflict
 	for _, c := range calls {
 		k, ok := scopeOf(c)

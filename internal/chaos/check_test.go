@@ -384,3 +384,20 @@ func TestCheckerFlagsAConflictExplainedOnlyByALaterCall(t *testing.T) {
 		map[string]any{"order_id": "O20260728001", "reason": "other"}, t0.Add(-time.Second), t0.Add(-500*time.Millisecond)))
 	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
 }
+
+// A conflict stores nothing, so it cannot be what the key held: BOB's
+// second use of ALICE's id, with other arguments again, is no conflict
+// either (seed 20261201 with the tenant dropped from the scope).
+func TestCheckerFlagsAConflictExplainedOnlyByAnEarlierConflict(t *testing.T) {
+	ev := cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls,
+		conflictCall(2, "BOB", "op-00000001", map[string]any{"order_id": "O20260728051", "reason": "manual check"}, t0.Add(2*time.Second), t0.Add(3*time.Second)),
+		conflictCall(3, "BOB", "op-00000001", map[string]any{"order_id": "O20260728052", "reason": "velocity"}, t0.Add(4*time.Second), t0.Add(5*time.Second)))
+	var flagged []int
+	for _, v := range Check(ev) {
+		if v.Invariant == InvFirstAnswer {
+			flagged = append(flagged, v.Invariant)
+		}
+	}
+	require.Len(t, flagged, 2, "both conflicts")
+}
