@@ -296,7 +296,7 @@ func checkFirstAnswer(ev Evidence) []Violation {
 	for _, u := range unjustifiedConflicts(ev.History.Calls) {
 		c := u.call
 		out = append(out, Violation{Invariant: InvFirstAnswer, Cell: c.Cell, Handle: u.key.handle(), OperationID: c.OperationID, Persona: c.Persona,
-			Detail: fmt.Sprintf("call #%d answered IDEMPOTENCY_CONFLICT, but no call of its key (client %s, tenant %s, %s) with other arguments had started", c.Seq, u.key.client, u.key.tenant, c.Tool)})
+			Detail: fmt.Sprintf("call #%d answered IDEMPOTENCY_CONFLICT, but no call of its key (client %s, tenant %s, %s) with other arguments (and not refused as a conflict) had started before it was answered", c.Seq, u.key.client, u.key.tenant, c.Tool)})
 	}
 	return out
 }
