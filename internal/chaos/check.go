@@ -189,7 +189,7 @@ func checkSettled(ev Evidence) []Violation {
 }
 
 // answerKey names one caller's operation_id: client, tool and id, as the
-// server scopes it (the persona is kept for the report only).
+// server scopes it, per persona (each persona is one tenant).
 type answerKey struct {
 	cell                  int
 	client, tool, persona string
@@ -293,6 +293,11 @@ func checkFirstAnswer(ev Evidence) []Violation {
 			}
 		}
 	}
+	for _, u := range unjustifiedConflicts(ev.History.Calls) {
+		c := u.call
+		out = append(out, Violation{Invariant: InvFirstAnswer, Cell: c.Cell, Handle: u.key.handle(), OperationID: c.OperationID, Persona: c.Persona,
+			Detail: fmt.Sprintf("call #%d answered IDEMPOTENCY_CONFLICT, but no call of its key (client %s, tenant %s, %s) with other arguments (and not refused as a conflict) had started before it was answered", c.Seq, u.key.client, u.key.tenant, c.Tool)})
+	}
 	return out
 }
 
@@ -324,6 +329,77 @@ func sameCallArgs(a, b map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// scopeKey is a request key as the server scopes it: the operation_id
+// per client, tenant and tool, read from the history alone (not from the
+// server's key code, which a fault in the scope would bend too).
+type scopeKey struct {
+	cell                       int
+	client, tenant, tool, opID string
+}
+
+func (k scopeKey) handle() string { return handleOf(k.client, k.tenant, k.tool, k.opID) }
+
+// scopeOf is a write call's key; ok is false for calls without one.
+func scopeOf(c Call) (scopeKey, bool) {
+	p, known := personaByName[c.Persona]
+	if !known || c.OperationID == "" || (c.Tool != toolRisk && c.Tool != toolTicket) {
+		return scopeKey{}, false
+	}
+	return scopeKey{c.Cell, p.ClientID, p.Merchant, c.Tool, c.OperationID}, true
+}
+
+// unjustifiedConflict is an IDEMPOTENCY_CONFLICT its key never earned;
+// others are the tenants whose calls with the same client, tool and
+// operation_id, and other arguments, had started (what it leaks).
+type unjustifiedConflict struct {
+	call   Call
+	key    scopeKey
+	others []string
+}
+
+// unjustifiedConflicts lists the IDEMPOTENCY_CONFLICT answers to calls
+// whose key held no other arguments: no call of that key with other
+// arguments, not itself refused as a conflict, started before the
+// conflict's answer ended. Calls without an answer count (their insert
+// may have applied), and so do concurrent ones (the first insert wins).
+func unjustifiedConflicts(calls []Call) []unjustifiedConflict {
+	type shared struct {
+		cell               int
+		client, tool, opID string
+	}
+	byScope := map[scopeKey][]Call{}
+	byID := map[shared][]Call{}
+	for _, c := range calls {
+		if k, ok := scopeOf(c); ok {
+			byScope[k] = append(byScope[k], c)
+			byID[shared{k.cell, k.client, k.tool, k.opID}] = append(byID[shared{k.cell, k.client, k.tool, k.opID}], c)
+		}
+	}
+	// A call never explains itself (its arguments are its own), nor does
+	// a conflict explain another: it stored nothing.
+	explains := func(d, c Call) bool {
+		return d.Start.Before(c.End) && !sameCallArgs(d.Args, c.Args) && !(d.Answered() && d.Code == "IDEMPOTENCY_CONFLICT")
+	}
+	var out []unjustifiedConflict
+	for _, c := range calls {
+		k, ok := scopeOf(c)
+		if !ok || !c.Answered() || c.Code != "IDEMPOTENCY_CONFLICT" {
+			continue
+		}
+		if slices.ContainsFunc(byScope[k], func(d Call) bool { return explains(d, c) }) {
+			continue
+		}
+		u := unjustifiedConflict{call: c, key: k}
+		for _, d := range byID[shared{k.cell, k.client, k.tool, k.opID}] {
+			if t := personaByName[d.Persona].Merchant; t != k.tenant && explains(d, c) && !slices.Contains(u.others, t) {
+				u.others = append(u.others, t)
+			}
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 func checkEffectMatches(ev Evidence) []Violation {
@@ -458,6 +534,14 @@ func checkTenants(ev Evidence) []Violation {
 			out = append(out, Violation{Invariant: InvTenantIsolated, Cell: c.Cell, Handle: c.Handle, OperationID: c.OperationID, Persona: c.Persona,
 				Detail: fmt.Sprintf("call #%d %s by %s (tenant %s) was answered %s/%s with an operation of tenant %s", c.Seq, c.Tool, c.Persona, p.Merchant, c.Code, c.Status, t)})
 		}
+	}
+	for _, u := range unjustifiedConflicts(ev.History.Calls) {
+		if len(u.others) == 0 {
+			continue
+		}
+		c := u.call
+		out = append(out, Violation{Invariant: InvTenantIsolated, Cell: c.Cell, Handle: u.key.handle(), OperationID: c.OperationID, Persona: c.Persona,
+			Detail: fmt.Sprintf("call #%d %s by %s (tenant %s) was answered IDEMPOTENCY_CONFLICT, which only tenant %v's use of the operation_id explains", c.Seq, c.Tool, c.Persona, u.key.tenant, u.others)})
 	}
 	return out
 }

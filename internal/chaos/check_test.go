@@ -295,3 +295,109 @@ func TestTheInFlightCapCountsEveryProcessWithAGate(t *testing.T) {
 	c.streamRecon = &process{}
 	require.Equal(t, 3+1+1+1, c.downstreamProcesses(), "and the stream's reconciler")
 }
+
+// An IDEMPOTENCY_CONFLICT is only right when the caller's own key space
+// (client, tenant, tool, operation_id) held other arguments: a call with
+// them started before the conflict was answered. Otherwise the server
+// refused a fresh or replayed key (a denial of service), and when the id
+// was another tenant's, it told this tenant that the other used it.
+
+func conflictCall(seq int, persona, opID string, args map[string]any, start, end time.Time) Call {
+	return Call{Seq: seq, Persona: persona, Tool: toolRisk, OperationID: opID, Args: withID(args, opID),
+		Start: start, End: end, Code: "IDEMPOTENCY_CONFLICT", IsError: true}
+}
+
+func TestCheckerFlagsAConflictForAKeyThatOnlyEverHadTheseArguments(t *testing.T) {
+	ev := cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls, conflictCall(2, "ALICE", "op-00000001",
+		map[string]any{"order_id": "O20260728001", "reason": "velocity"}, t0.Add(2*time.Second), t0.Add(3*time.Second)))
+	vs := Check(ev)
+	require.Contains(t, invariantsOf(vs), InvFirstAnswer)
+	require.NotContains(t, invariantsOf(vs), InvTenantIsolated, "no other tenant used the id")
+}
+
+// Seed 20261201 with the tenant dropped from the request key's scope:
+// BOB reusing ALICE's operation_id with his own arguments was answered
+// IDEMPOTENCY_CONFLICT, and the checker passed it.
+func TestCheckerFlagsAConflictAnsweredToATenantReusingAnotherTenantsID(t *testing.T) {
+	ev := cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls, conflictCall(2, "BOB", "op-00000001",
+		map[string]any{"order_id": "O20260728051", "reason": "manual check"}, t0.Add(2*time.Second), t0.Add(3*time.Second)))
+	vs := Check(ev)
+	require.Contains(t, invariantsOf(vs), InvFirstAnswer)
+	require.Contains(t, invariantsOf(vs), InvTenantIsolated, "the conflict tells BOB that ALICE used the id")
+}
+
+func TestCheckerAcceptsATenantReusingAnotherTenantsIDAsANewOperation(t *testing.T) {
+	ev := cleanEvidence()
+	handle := handleOf("support-assistant", "M2", toolRisk, "op-00000001")
+	op := succeededOp(handle, "rv-2")
+	op.TenantID, op.Payload = "M2", map[string]string{"order_id": "O20260728051", "reason": "manual check"}
+	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: handle, Persona: "BOB", Tenant: "M2", ClientID: "support-assistant",
+		Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728051", Final: &op})
+	ev.EffectsByKey["0/risk|O20260728051"] = []string{"rv-2"}
+	ev.RiskByHandle["0/"+handle] = []string{"rv-2"}
+	ev.History.Calls = append(ev.History.Calls, Call{Seq: 2, Persona: "BOB", Tool: toolRisk, OperationID: "op-00000001",
+		Args:  map[string]any{"order_id": "O20260728051", "reason": "manual check", "operation_id": "op-00000001"},
+		Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Status: "SUCCEEDED", Handle: handle, ResourceID: "rv-2"})
+	require.Empty(t, Check(ev))
+}
+
+// A bound key is judged by its own first arguments, not the holder's
+// payload: replaying them is a bound replay, never a conflict.
+func TestCheckerFlagsAConflictForABoundKeyReplayedWithItsOwnFirstArguments(t *testing.T) {
+	ev, dedup := boundEvidence()
+	again := conflictCall(3, "ALICE", "op-00000002", map[string]any{"order_id": "O20260728001", "reason": "manual check"},
+		t0.Add(4*time.Second), t0.Add(5*time.Second))
+	require.True(t, sameCallArgs(again.Args, dedup.Args))
+	ev.History.Calls = append(ev.History.Calls, again)
+	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
+}
+
+// The insert of a call without an answer may have applied: other
+// arguments after it are a conflict.
+func TestCheckerAcceptsAConflictAfterAnUnansweredCallWithOtherArguments(t *testing.T) {
+	ev := cleanEvidence()
+	lost := ev.History.Calls[0]
+	lost.Seq, lost.Start, lost.End = 0, t0.Add(-2*time.Second), t0.Add(-time.Second)
+	lost.Args = map[string]any{"order_id": "O20260728001", "reason": "other", "operation_id": "op-00000001"}
+	lost.Status, lost.Handle, lost.ResourceID, lost.TransportError = "", "", "", "connection reset"
+	ev.History.Calls[0].Code, ev.History.Calls[0].Status, ev.History.Calls[0].Handle, ev.History.Calls[0].ResourceID = "IDEMPOTENCY_CONFLICT", "", "", ""
+	ev.History.Calls = []Call{lost, ev.History.Calls[0]}
+	for _, v := range Check(ev) {
+		require.NotEqual(t, InvFirstAnswer, v.Invariant, v.String())
+	}
+}
+
+// Two first calls with other arguments race: one inserts, the other is a
+// conflict, even when the loser's answer comes back first.
+func TestCheckerAcceptsAConflictForTheLoserOfConcurrentFirstCalls(t *testing.T) {
+	ev := cleanEvidence() // the winner, #1, runs from t0 to t0+1s
+	ev.History.Calls = append(ev.History.Calls, conflictCall(2, "ALICE", "op-00000001",
+		map[string]any{"order_id": "O20260728001", "reason": "other"}, t0.Add(-100*time.Millisecond), t0.Add(200*time.Millisecond)))
+	require.Empty(t, Check(ev))
+}
+
+func TestCheckerFlagsAConflictExplainedOnlyByALaterCall(t *testing.T) {
+	ev := cleanEvidence() // #1 starts at t0
+	ev.History.Calls = append(ev.History.Calls, conflictCall(2, "ALICE", "op-00000001",
+		map[string]any{"order_id": "O20260728001", "reason": "other"}, t0.Add(-time.Second), t0.Add(-500*time.Millisecond)))
+	require.Contains(t, invariantsOf(Check(ev)), InvFirstAnswer)
+}
+
+// A conflict stores nothing, so it cannot be what the key held: BOB's
+// second use of ALICE's id, with other arguments again, is no conflict
+// either (seed 20261201 with the tenant dropped from the scope).
+func TestCheckerFlagsAConflictExplainedOnlyByAnEarlierConflict(t *testing.T) {
+	ev := cleanEvidence()
+	ev.History.Calls = append(ev.History.Calls,
+		conflictCall(2, "BOB", "op-00000001", map[string]any{"order_id": "O20260728051", "reason": "manual check"}, t0.Add(2*time.Second), t0.Add(3*time.Second)),
+		conflictCall(3, "BOB", "op-00000001", map[string]any{"order_id": "O20260728052", "reason": "velocity"}, t0.Add(4*time.Second), t0.Add(5*time.Second)))
+	var flagged []int
+	for _, v := range Check(ev) {
+		if v.Invariant == InvFirstAnswer {
+			flagged = append(flagged, v.Invariant)
+		}
+	}
+	require.Len(t, flagged, 2, "both conflicts")
+}
