@@ -206,6 +206,7 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON"}
 	}
 	n := 0
+	ids := map[any]bool{}
 	// Entries are read one at a time, so a long batch costs no more than
 	// its first maxBatchEntries entries (More only peeks at the next).
 	for ; dec.More(); n++ {
@@ -217,14 +218,38 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 		if err := dec.Decode(&entry); err != nil {
 			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: body is not valid JSON"}
 		}
-		if _, refused := b.checkMessage(header, entry); refused != nil {
+		req, refused := b.checkMessage(header, entry)
+		if refused == nil && req != nil {
+			refused = checkBatchedRequest(req, ids)
+		}
+		if refused != nil {
 			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, refused.code,
-				fmt.Sprintf("batch entry %d: %s", n+1, refused.message)}
+				shortenMessage(fmt.Sprintf("batch entry %d: %s", n+1, refused.message))}
 		}
 	}
 	if n == 0 {
 		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid JSON-RPC batch: it is empty"}
 	}
+	return nil
+}
+
+// checkBatchedRequest refuses what a request may not be inside a batch:
+// an initialize (2025-03-26, Lifecycle: it "MUST NOT be part of a JSON-RPC
+// batch"; run first, it would set the revision the other entries are
+// judged at, unchecked), and a request whose id an earlier entry used (one
+// answer for two calls, which the client cannot tell apart). ids collects
+// the ids seen; 1 and "1" are different ids.
+func checkBatchedRequest(req *jsonrpc.Request, ids map[any]bool) *refusal {
+	if req.Method == "initialize" {
+		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			"initialize must not be part of a JSON-RPC batch; send it alone"}
+	}
+	id := req.ID.Raw()
+	if ids[id] {
+		return &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("request id %v is used by an earlier entry; each request in a batch needs its own id", id)}
+	}
+	ids[id] = true
 	return nil
 }
 

@@ -299,6 +299,15 @@ func TestBatchWithAnEntryThatIsNotJSONRPCIsRefusedWhole(t *testing.T) {
 		"entry not JSON-RPC":    "[" + reviewCall(1) + `,{"hello":"world"}]`,
 		"entry not an object":   "[" + reviewCall(1) + `,1]`,
 		"nested batch as entry": "[" + reviewCall(1) + ",[" + reviewCall(2) + "]]",
+		// 2025-03-26 (Lifecycle): "The initialize request MUST NOT be part
+		// of a JSON-RPC batch"; run first, it would also set the revision
+		// every other entry is judged at, unchecked.
+		"initialize as entry": `[{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2026-07-28",` +
+			`"capabilities":{},"clientInfo":{"name":"x","version":"1"}}},` + reviewCall(1) + "]",
+		// Two requests under one id: one answer, and the client cannot tell
+		// which call it belongs to (the other may never run).
+		"repeated request id": "[" + reviewCall(7) + "," + reviewCall(7) + "]",
+		"repeated string id":  `[{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":"a","method":"tools/list"}]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := &recorder{}
