@@ -66,10 +66,10 @@ func (refusedWrite) Companions() []tools.OperationTool { return nil }
 
 var alice = tools.Caller{ClientID: "client-a", UserID: "alice", TenantID: "M1"}
 
-// Item: a cancel and a reconciler's claim racing on one RETRYABLE
-// operation: exactly one wins, so a cancelled operation is never re-sent
-// and an acknowledged cancel never hides a send.
-func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
+// aliceOnRefusedWrites is a fresh table, a test clock, an executor and
+// alice's tasks service over refusedWrite.
+func aliceOnRefusedWrites(t *testing.T) (*store.Store, *testclock.Clock, *tools.Executor, tasks.IDs, *tasks.Service) {
+	t.Helper()
 	st := engine.NewStore(t)
 	clock := testclock.New(time.Date(2026, 8, 13, 10, 0, 0, 0, time.UTC))
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Clock: clock.Now,
@@ -79,6 +79,14 @@ func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
 	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: ids, Retention: time.Hour,
 		Caller: func(context.Context) (tools.Caller, bool) { return alice, true }})
 	require.NoError(t, err)
+	return st, clock, ex, ids, svc
+}
+
+// Item: a cancel and a reconciler's claim racing on one RETRYABLE
+// operation: exactly one wins, so a cancelled operation is never re-sent
+// and an acknowledged cancel never hides a send.
+func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
+	st, clock, ex, ids, svc := aliceOnRefusedWrites(t)
 
 	const rounds = 6
 	cancels, claims := 0, 0
@@ -213,15 +221,7 @@ func TestAnOperatorMayWithdrawAnotherUsersUnsentOperation(t *testing.T) {
 // whose only dispatch was refused, makes it no longer proven unsent: the
 // withdrawal is refused and the operation stays for the reconciler.
 func TestEvidenceOfAnEffectForbidsTheWithdrawal(t *testing.T) {
-	st := engine.NewStore(t)
-	clock := testclock.New(time.Date(2026, 8, 13, 10, 0, 0, 0, time.UTC))
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Clock: clock.Now,
-		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 100 * time.Millisecond}})
-	require.NoError(t, err)
-	ids := testIDs(t, "k")
-	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: ids, Retention: time.Hour,
-		Caller: func(context.Context) (tools.Caller, bool) { return alice, true }})
-	require.NoError(t, err)
+	st, clock, ex, ids, svc := aliceOnRefusedWrites(t)
 	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-evidence-1"}`), "")
 	require.NoError(t, err)
 	require.Equal(t, operation.StateRetryable, sub.Operation.State)
