@@ -584,10 +584,12 @@ func checkBackpressure(ev Evidence) []Violation {
 //   - a complete hold (lifted only once every burst call was answered or
 //     held) means every call that passed its insert was held at the
 //     release, at most the slots; every other call was refused, at the
-//     gate (OVERLOADED) or before its insert (another error code, e.g. a
-//     failed ownership lookup). So at least size - slots - queue - others
-//     OVERLOADED answers (the queue places are slack, not needed by the
-//     argument). Judged only when the replica was neither stopped nor
+//     gate (OVERLOADED) or before its insert (another error code and no
+//     handle, e.g. a failed ownership lookup). So at least
+//     size - slots - queue - others OVERLOADED answers (the queue places
+//     are slack, not needed by the argument). Such others are why a risk
+//     burst whose ownership lookups all time out (a provider latency
+//     spike) tells nothing about the gate. Judged only when the replica was neither stopped nor
 //     restarted between the burst's first start and last end (a new
 //     process has a fresh gate) and every call was answered (an
 //     unanswered one may have been admitted, or never arrived).
@@ -632,7 +634,10 @@ func checkBurst(ev Evidence, b Burst) []Violation {
 		switch {
 		case c.Code == "OVERLOADED":
 			overloaded++
-		case c.IsError:
+		case c.IsError && c.Handle == "":
+			// Refused without an operation: maybe before its insert (a
+			// failed ownership lookup), having freed its slot early. An
+			// answer naming a handle passed its insert.
 			others++
 		}
 	}

@@ -498,3 +498,16 @@ func TestCheckerCountsBurstCallsRefusedBeforeTheirInsertAsSlack(t *testing.T) {
 	}
 	require.Empty(t, Check(ev))
 }
+
+func TestCheckerDoesNotTakeAnErrorAnswerNamingAHandleForARefusal(t *testing.T) {
+	// Deduplicated onto a holder whose outcome is unknown: an error code,
+	// but the call passed its insert, so it was admitted.
+	ev := burstEvidence(24)
+	for i := range ev.History.Calls[1:] {
+		c := &ev.History.Calls[1+i]
+		c.Code, c.IsError, c.Status = "OPERATION_UNKNOWN", true, "UNKNOWN"
+	}
+	vs := Check(ev)
+	require.Len(t, vs, 2)
+	require.Contains(t, vs[1].Detail, "0 OVERLOADED answers, at least 16 required")
+}
