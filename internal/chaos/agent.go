@@ -169,6 +169,16 @@ func makePlans(cfg *Config, cell, n int) []plan {
 		}
 		plans[i] = p
 	}
+	// At least one burst per cell while bursts are on, so a short campaign
+	// still tests the admission gate (invariant 7). Chosen without drawing,
+	// so every seed's other draws stay as they were.
+	if cfg.Burst > 0 && n > 0 && !slices.ContainsFunc(plans, func(p plan) bool { return p.burst >= 0 }) {
+		p := &plans[n/2]
+		p.burst = (p.attempts[0].replica + 1) % cfg.Replicas
+		if p.burst == p.churn { // a replica stopped for the plan answers nothing
+			p.burst = (p.burst + 1) % cfg.Replicas
+		}
+	}
 	return plans
 }
 

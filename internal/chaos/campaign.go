@@ -129,7 +129,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, RiskByHandle: map[string][]string{},
-		MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack}
+		MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack,
+		GateMaxInFlight: cfg.MaxInFlight, GateMaxQueue: cfg.MaxQueue}
 	for i := range cells {
 		ev.Ops = append(ev.Ops, records[i]...)
 		for k, v := range evidence[i].byKey {

@@ -57,6 +57,15 @@ func TestShortCampaignFixedSeedKeepsEveryInvariant(t *testing.T) {
 	}
 	// The seed's plan arms both late-commit modes of the Release API.
 	require.True(t, armed["release:commit_late_within_deadline"] && armed["release:commit_late_beyond_deadline"], "faults armed: %v", armed)
+	// Every cell bursts at least once, and a complete hold is what lets
+	// invariant 7 demand refusals of the gate.
+	complete := 0
+	for _, b := range res.Evidence.History.Bursts {
+		if b.Complete {
+			complete++
+		}
+	}
+	require.Positive(t, complete, "bursts: %+v", res.Evidence.History.Bursts)
 }
 
 func TestShortCampaignFreshSeedKeepsEveryInvariant(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 	InvEffectMatches  = 4 // SUCCEEDED has its effect; FAILED has none
 	InvJournal        = 5 // versions strictly increase; every step is in the transition table
 	InvTenantIsolated = 6 // no answer shows one tenant another tenant's operation
-	InvBackpressure   = 7 // downstream in flight within the cap; OVERLOADED is fast
+	InvBackpressure   = 7 // downstream in flight within the cap; OVERLOADED is fast; a held burst is refused beyond the gate
 )
 
 // InvariantNames are the short names used in the summary.
@@ -60,6 +60,10 @@ type Evidence struct {
 	InFlightCap   map[string]int
 	MaxQueueWait  time.Duration
 	OverloadSlack time.Duration
+	// GateMaxInFlight and GateMaxQueue are every replica's admission gate:
+	// slots and queue places (INTENTGATE_MAX_IN_FLIGHT, _MAX_QUEUE).
+	GateMaxInFlight int
+	GateMaxQueue    int
 }
 
 // Violation is one broken invariant.
@@ -562,7 +566,119 @@ func checkBackpressure(ev Evidence) []Violation {
 				Detail: fmt.Sprintf("call #%d OVERLOADED after %s (queue wait %s + slack %s), retry_allowed %v", c.Seq, took.Round(time.Millisecond), ev.MaxQueueWait, ev.OverloadSlack, c.RetryAllowed)})
 		}
 	}
+	if ev.GateMaxInFlight > 0 {
+		for _, b := range ev.History.Bursts {
+			out = append(out, checkBurst(ev, b)...)
+		}
+	}
 	return out
+}
+
+// checkBurst judges what one replica's gate let in of a burst whose
+// inserts were held (Burst). A write holds its gate slot from admission
+// until its insert has returned, so:
+//
+//   - inserts held at once in one replica process can never outnumber
+//     the gate's slots. Always judged: a hold's interval lies inside its
+//     call's slot, whatever else happened;
+//   - a complete hold (lifted only once every burst call was answered or
+//     held) means every call that passed its insert was held at the
+//     release, at most the slots; every other call was refused, at the
+//     gate (OVERLOADED) or before its insert (another error code and no
+//     handle, e.g. a failed ownership lookup). So at least
+//     size - slots - queue - others OVERLOADED answers (the queue places
+//     are slack, not needed by the argument). Such others are why a risk
+//     burst whose ownership lookups all time out (a provider latency
+//     spike) tells nothing about the gate. Judged only when the replica was neither stopped nor
+//     restarted between the burst's first start and last end (a new
+//     process has a fresh gate) and every call was answered (an
+//     unanswered one may have been admitted, or never arrived).
+func checkBurst(ev Evidence, b Burst) []Violation {
+	var out []Violation
+	bad := func(format string, a ...any) {
+		out = append(out, Violation{Invariant: InvBackpressure, Cell: b.Cell, OperationID: b.OperationID,
+			Detail: fmt.Sprintf("burst of plan %d (%d writes at replica %d): ", b.Plan, b.Size, b.Replica) + fmt.Sprintf(format, a...)})
+	}
+	byProcess := map[string][]Hold{}
+	for _, h := range b.Holds {
+		if !h.To.IsZero() { // an unfinished hold has no known end; leaving it out never invents an overlap
+			byProcess[h.Process] = append(byProcess[h.Process], h)
+		}
+	}
+	for _, proc := range sortedKeys(byProcess) {
+		if n := maxOverlap(byProcess[proc]); n > ev.GateMaxInFlight {
+			bad("%d of its inserts were held at once in %s, whose gate has %d slots", n, proc, ev.GateMaxInFlight)
+		}
+	}
+
+	if !b.Complete || b.Released.IsZero() || len(b.Calls) != b.Size || b.Size <= ev.GateMaxInFlight+ev.GateMaxQueue {
+		return out
+	}
+	bySeq := map[int]Call{}
+	for _, c := range ev.History.Calls {
+		bySeq[c.Seq] = c
+	}
+	var first, last time.Time
+	overloaded, others := 0, 0
+	for i, seq := range b.Calls {
+		c, ok := bySeq[seq]
+		if !ok || !c.Answered() {
+			return out
+		}
+		if i == 0 || c.Start.Before(first) {
+			first = c.Start
+		}
+		if i == 0 || c.End.After(last) {
+			last = c.End
+		}
+		switch {
+		case c.Code == "OVERLOADED":
+			overloaded++
+		case c.IsError && c.Handle == "":
+			// Refused without an operation: maybe before its insert (a
+			// failed ownership lookup), having freed its slot early. An
+			// answer naming a handle passed its insert.
+			others++
+		}
+	}
+	replica := fmt.Sprintf("replica %d", b.Replica)
+	for _, f := range ev.History.Faults {
+		if f.Cell == b.Cell && f.Detail == replica && (f.Kind == FaultReplicaStopped || f.Kind == FaultReplicaRestarted) &&
+			!f.At.Before(first) && !f.At.After(last) {
+			return out
+		}
+	}
+	if want := b.Size - ev.GateMaxInFlight - ev.GateMaxQueue - others; overloaded < want {
+		bad("%d OVERLOADED answers, at least %d required: its inserts were held until every call was answered or held, "+
+			"so at most %d slots + %d queue places could admit one (%d refused with another code)",
+			overloaded, want, ev.GateMaxInFlight, ev.GateMaxQueue, others)
+	}
+	return out
+}
+
+// maxOverlap is the largest number of holds in progress at one instant.
+// Holds that end exactly when another starts do not overlap.
+func maxOverlap(holds []Hold) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(holds))
+	for _, h := range holds {
+		edges = append(edges, edge{h.From, +1}, edge{h.To, -1})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].delta < edges[j].delta // ends first
+	})
+	n, peak := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		peak = max(peak, n)
+	}
+	return peak
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -400,4 +401,113 @@ func TestCheckerFlagsAConflictExplainedOnlyByAnEarlierConflict(t *testing.T) {
 		}
 	}
 	require.Len(t, flagged, 2, "both conflicts")
+}
+
+// burstEvidence is a clean history plus one burst of 24 writes of ALICE's
+// intent at replica 1: the first admitted calls had their inserts held
+// from 10 ms until the release at 300 ms and were answered deduplicated
+// after it; the rest were refused OVERLOADED at 210 ms.
+func burstEvidence(admitted int) Evidence {
+	ev := cleanEvidence()
+	ev.GateMaxInFlight, ev.GateMaxQueue = 4, 4
+	holder := ev.Ops[0].Handle
+	b := Burst{Cell: 0, Plan: 0, Replica: 1, OperationID: "op-00000001", Size: 24,
+		Released: t0.Add(300 * time.Millisecond), Complete: true}
+	for k := range b.Size {
+		id := fmt.Sprintf("op-00000001-burst-%d", k)
+		c := Call{Seq: 10 + k, Persona: "ALICE", Replica: 1, Tool: toolRisk, OperationID: id,
+			Args:  map[string]any{"order_id": "O20260728001", "reason": "velocity", "operation_id": id},
+			Start: t0.Add(time.Duration(k) * time.Millisecond)}
+		if k < admitted {
+			c.End, c.Status, c.Handle, c.ResourceID, c.Deduplicated = t0.Add(400*time.Millisecond), "SUCCEEDED", holder, "rv-1", true
+			b.Holds = append(b.Holds, Hold{Process: "replica-1.0", Handle: handleOf("support-assistant", "M1", toolRisk, id),
+				From: t0.Add(10 * time.Millisecond), To: b.Released})
+		} else {
+			c.End, c.Code, c.IsError, c.RetryAllowed = t0.Add(210*time.Millisecond), "OVERLOADED", true, true
+		}
+		ev.History.Calls = append(ev.History.Calls, c)
+		b.Calls = append(b.Calls, c.Seq)
+	}
+	ev.History.Bursts = []Burst{b}
+	return ev
+}
+
+func TestCheckerAcceptsABurstRefusedBeyondTheGatesSlots(t *testing.T) {
+	require.Empty(t, Check(burstEvidence(4)))
+}
+
+func TestCheckerFlagsABurstTheGateAdmittedWhole(t *testing.T) {
+	vs := Check(burstEvidence(24))
+	require.Len(t, vs, 2)
+	require.Equal(t, []int{InvBackpressure, InvBackpressure}, invariantsOf(vs))
+	require.Contains(t, vs[0].Detail, "24 of its inserts were held at once in replica-1.0, whose gate has 4 slots")
+	require.Contains(t, vs[1].Detail, "0 OVERLOADED answers, at least 16 required")
+	require.Equal(t, "op-00000001", vs[1].OperationID, "the printout finds the burst's calls by the plan's operation_id")
+}
+
+func TestCheckerFlagsMoreHeldInsertsThanSlotsEvenWhenTheHoldWasNotComplete(t *testing.T) {
+	ev := burstEvidence(5)
+	ev.History.Bursts[0].Complete = false
+	vs := Check(ev)
+	require.Len(t, vs, 1)
+	require.Contains(t, vs[0].Detail, "5 of its inserts were held at once")
+}
+
+func TestCheckerCountsHoldsThatFollowEachOtherAsOneSlot(t *testing.T) {
+	ev := burstEvidence(4)
+	b := &ev.History.Bursts[0]
+	// A fifth insert held only after one of the four was let go (its
+	// caller gave up): the gate may have handed it that slot.
+	b.Holds[0].To = t0.Add(100 * time.Millisecond)
+	b.Holds = append(b.Holds, Hold{Process: "replica-1.0", Handle: "h5", From: t0.Add(100 * time.Millisecond), To: b.Released})
+	require.Empty(t, Check(ev))
+}
+
+func TestCheckerDoesNotJudgeTheRefusalsOfADisturbedOrIncompleteBurst(t *testing.T) {
+	for name, disturb := range map[string]func(*Evidence){
+		"the replica restarted during the burst: a fresh gate": func(ev *Evidence) {
+			ev.History.Faults = append(ev.History.Faults,
+				Fault{Cell: 0, Kind: FaultReplicaStopped, Detail: "replica 1", At: t0.Add(50 * time.Millisecond)},
+				Fault{Cell: 0, Kind: FaultReplicaRestarted, Detail: "replica 1", At: t0.Add(60 * time.Millisecond)})
+		},
+		"a call without an answer": func(ev *Evidence) {
+			ev.History.Calls[len(ev.History.Calls)-1].TransportError = "connection reset"
+		},
+		"the hold was lifted before every call was answered or held": func(ev *Evidence) {
+			ev.History.Bursts[0].Complete = false
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Twelve admitted, four of them held: judged, too few refusals.
+			ev := burstEvidence(12)
+			ev.History.Bursts[0].Holds = ev.History.Bursts[0].Holds[:4]
+			require.Contains(t, invariantsOf(Check(ev)), InvBackpressure)
+			disturb(&ev)
+			require.Empty(t, Check(ev))
+		})
+	}
+}
+
+func TestCheckerCountsBurstCallsRefusedBeforeTheirInsertAsSlack(t *testing.T) {
+	ev := burstEvidence(4)
+	// Ten calls refused by a failed ownership lookup instead of the gate:
+	// admitted, they may have freed their slots early; 10 OVERLOADED
+	// answers still suffice (24 - 4 - 4 - 10 = 6).
+	for i := 4; i < 14; i++ {
+		ev.History.Calls[1+i].Code = "TEMPORARY_UNAVAILABLE"
+	}
+	require.Empty(t, Check(ev))
+}
+
+func TestCheckerDoesNotTakeAnErrorAnswerNamingAHandleForARefusal(t *testing.T) {
+	// Deduplicated onto a holder whose outcome is unknown: an error code,
+	// but the call passed its insert, so it was admitted.
+	ev := burstEvidence(24)
+	for i := range ev.History.Calls[1:] {
+		c := &ev.History.Calls[1+i]
+		c.Code, c.IsError, c.Status = "OPERATION_UNKNOWN", true, "UNKNOWN"
+	}
+	vs := Check(ev)
+	require.Len(t, vs, 2)
+	require.Contains(t, vs[1].Detail, "0 OVERLOADED answers, at least 16 required")
 }

@@ -35,17 +35,21 @@ type Config struct {
 	Engines []string
 
 	// The mix.
-	TicketShare   float64 // share of operations that are deployment tickets (rest: risk reviews)
-	RetrySameID   float64 // per operation: the agent retries with the same operation_id
-	RetryNewID    float64 // the agent retries the same intent with a new operation_id
-	ChangeArgs    float64 // the agent reuses the operation_id with other arguments
-	StatusReads   float64 // the agent reads the status after its call
-	Approve       float64 // ticket operations: the agent calls approve_rollout
-	CrossTenant   float64 // the other tenant of the shared client tries to read the handle
-	CommitPool    int     // distinct commits per service and environment (business key collisions)
-	ReplicaChurn  float64 // per operation: stop a replica for its duration, then restart it
-	Burst         float64 // per operation: a burst of reads at one replica (admission gate)
-	BurstSize     int
+	TicketShare  float64 // share of operations that are deployment tickets (rest: risk reviews)
+	RetrySameID  float64 // per operation: the agent retries with the same operation_id
+	RetryNewID   float64 // the agent retries the same intent with a new operation_id
+	ChangeArgs   float64 // the agent reuses the operation_id with other arguments
+	StatusReads  float64 // the agent reads the status after its call
+	Approve      float64 // ticket operations: the agent calls approve_rollout
+	CrossTenant  float64 // the other tenant of the shared client tries to read the handle
+	CommitPool   int     // distinct commits per service and environment (business key collisions)
+	ReplicaChurn float64 // per operation: stop a replica for its duration, then restart it
+	Burst        float64 // per operation: a burst of writes of its intent at one replica (admission gate)
+	BurstSize    int
+	// BurstHold bounds how long a burst's inserts are held at its replica
+	// (run.go, burst): below the store budget, so a held insert is still
+	// sent within its call's time.
+	BurstHold     time.Duration
 	CallerCancel  float64 // per call: the agent gives up after a random short wait
 	CrashInsert   float64 // per operation: the dispatcher dies right after its insert
 	CrashBeforeSW float64 // per operation: the dispatcher dies after sending, before its state write
@@ -105,7 +109,7 @@ func Default() Config {
 		Ops: 10000, Cells: 8, Replicas: 3, Workers: 4,
 		TicketShare: 0.5, RetrySameID: 0.35, RetryNewID: 0.1, ChangeArgs: 0.05,
 		StatusReads: 0.3, Approve: 0.2, CrossTenant: 0.1, CommitPool: 40,
-		ReplicaChurn: 0.01, Burst: 0.01, BurstSize: 24, CallerCancel: 0.03,
+		ReplicaChurn: 0.01, Burst: 0.01, BurstSize: 24, BurstHold: 1500 * time.Millisecond, CallerCancel: 0.03,
 		CrashInsert: 0.02, CrashBeforeSW: 0.02,
 		ProviderFault: 0.15, LatencySpike: 0.02, SpikeLatency: 1200 * time.Millisecond,
 		StoreFaults: StoreFaultRates{LostAnswer: 0.01, Throttle: 0.01, Error5xx: 0.01, Timeout: 0.003},
@@ -146,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Skew < 0 || 2*c.Skew > c.SkewBound {
 		errs = append(errs, fmt.Errorf("skew must be 0 to half the skew bound (%s: two clocks then differ by at most the bound), got %s", c.SkewBound, c.Skew))
+	}
+	if c.BurstHold <= 0 || c.BurstHold >= c.BudgetStore {
+		errs = append(errs, fmt.Errorf("burst-hold must be positive and below the store budget (%s), got %s", c.BudgetStore, c.BurstHold))
 	}
 	if c.LateCommitOverrun <= 0 {
 		errs = append(errs, errors.New("late-commit-overrun must be positive"))

@@ -49,6 +49,38 @@ type Fault struct {
 	At     time.Time
 }
 
+// Burst is one burst of concurrent writes at a replica (Config.Burst) and
+// the hold the campaign put on their inserts in that replica's store
+// transport: an admitted burst call holds its gate slot while its insert
+// is held, so the holds show what the gate let in at once (invariant 7).
+type Burst struct {
+	Cell    int
+	Plan    int
+	Replica int
+	// OperationID is the plan's; burst call k sends "<OperationID>-burst-<k>".
+	OperationID string
+	Size        int
+	Calls       []int  // Seq of each burst call
+	Holds       []Hold // every insert of a burst call the hold caught
+	// Released is when the hold was lifted (zero: nothing was held, the
+	// replica was down when the burst began).
+	Released time.Time
+	// Complete: the hold was lifted only once every burst call had been
+	// answered or had its insert held, so no burst call reached its
+	// insert after the release.
+	Complete bool
+}
+
+// Hold is one burst insert held in a replica process's store transport,
+// from when it arrived to when it was let go (released, or its context
+// ended first: then it was never sent). To is zero when the process was
+// still holding it when the burst was recorded.
+type Hold struct {
+	Process  string // the replica process, "replica-<idx>.<restarts>"
+	Handle   string
+	From, To time.Time
+}
+
 // Snapshot is an operation read back from the table.
 type Snapshot struct {
 	Seq int
@@ -62,6 +94,7 @@ type Recorder struct {
 	seq       int
 	calls     []Call
 	faults    []Fault
+	bursts    []Burst
 	snapshots map[string][]Snapshot // by handle
 }
 
@@ -86,6 +119,13 @@ func (r *Recorder) Fault(cell int, kind, detail, handle string) {
 	r.faults = append(r.faults, Fault{Seq: r.seq, Cell: cell, Kind: kind, Detail: detail, Handle: handle, At: time.Now()})
 }
 
+// Burst records a burst once its calls have all returned.
+func (r *Recorder) Burst(b Burst) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bursts = append(r.bursts, b)
+}
+
 // Snapshot records an operation read from the table.
 func (r *Recorder) Snapshot(op operation.Operation) {
 	r.mu.Lock()
@@ -98,6 +138,7 @@ func (r *Recorder) Snapshot(op operation.Operation) {
 type History struct {
 	Calls     []Call
 	Faults    []Fault
+	Bursts    []Burst
 	Snapshots map[string][]Snapshot
 }
 
@@ -108,6 +149,7 @@ func (r *Recorder) History() History {
 	h := History{
 		Calls:     append([]Call(nil), r.calls...),
 		Faults:    append([]Fault(nil), r.faults...),
+		Bursts:    append([]Burst(nil), r.bursts...),
 		Snapshots: make(map[string][]Snapshot, len(r.snapshots)),
 	}
 	for k, v := range r.snapshots {

@@ -60,6 +60,38 @@ func PrintSummary(w io.Writer, res Result) {
 	for _, k := range sortedKeys(faults) {
 		line(k, faults[k])
 	}
+	if len(ev.History.Bursts) > 0 {
+		// What invariant 7 judged of the admission gate.
+		bySeq := map[int]Call{}
+		for _, c := range ev.History.Calls {
+			bySeq[c.Seq] = c
+		}
+		complete, peak, overloaded, calls := 0, 0, 0, 0
+		for _, b := range ev.History.Bursts {
+			if b.Complete {
+				complete++
+			}
+			byProcess := map[string][]Hold{}
+			for _, h := range b.Holds {
+				if !h.To.IsZero() {
+					byProcess[h.Process] = append(byProcess[h.Process], h)
+				}
+			}
+			for _, hs := range byProcess {
+				peak = max(peak, maxOverlap(hs))
+			}
+			for _, seq := range b.Calls {
+				calls++
+				if bySeq[seq].Code == "OVERLOADED" {
+					overloaded++
+				}
+			}
+		}
+		fmt.Fprintln(w, "bursts at the admission gate")
+		line("bursts (hold complete)", fmt.Sprintf("%d (%d)", len(ev.History.Bursts), complete))
+		line("burst calls answered OVERLOADED", fmt.Sprintf("%d of %d", overloaded, calls))
+		line("burst inserts held at once, most (slots)", fmt.Sprintf("%d (%d)", peak, ev.GateMaxInFlight))
+	}
 	codes := map[string]int{}
 	for _, c := range ev.History.Calls {
 		k := c.Code

@@ -89,20 +89,47 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		a.call(ctx, p.idx, other, replica, toolGetOp, map[string]any{"handle": handle}, 0, false, nil)
 	}
 	if p.burst >= 0 {
-		// The same intent from many callers at once, each with its own
-		// operation_id: the gate admits what fits, the business key
-		// deduplicates what it admits.
-		c.rec.Fault(c.idx, FaultBurst, fmt.Sprintf("%d writes at replica %d", c.cfg.BurstSize, p.burst), "")
-		var wg sync.WaitGroup
-		for k := range c.cfg.BurstSize {
-			id := fmt.Sprintf("%s-burst-%d", p.opID, k)
-			handles.add(handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id), p)
-			wg.Go(func() {
-				a.call(ctx, p.idx, p.persona.Name, p.burst, p.tool, withID(p.args, id), 0, false, nil)
-			})
-		}
-		wg.Wait()
+		a.burst(ctx, p, handles)
 	}
+}
+
+// burst sends the same intent from many callers at once, each with its
+// own operation_id, at one replica: the gate admits what fits, the
+// business key deduplicates what it admits. The replica's store transport
+// holds the burst's inserts until every call has returned or is held, so
+// each admitted call keeps its gate slot meanwhile and the gate must
+// refuse all but its slots (invariant 7 judges the recorded Burst).
+func (a *agents) burst(ctx context.Context, p plan, handles *handleSet) {
+	c := a.c
+	c.rec.Fault(c.idx, FaultBurst, fmt.Sprintf("%d writes at replica %d", c.cfg.BurstSize, p.burst), "")
+	b := Burst{Cell: c.idx, Plan: p.idx, Replica: p.burst, OperationID: p.opID, Size: c.cfg.BurstSize, Calls: make([]int, c.cfg.BurstSize)}
+	ids := make([]string, c.cfg.BurstSize)
+	held := make([]string, c.cfg.BurstSize)
+	for k := range ids {
+		ids[k] = fmt.Sprintf("%s-burst-%d", p.opID, k)
+		held[k] = handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, ids[k])
+		handles.add(held[k], p)
+	}
+	hold := newInsertHold(held)
+	// A replica down now answers nothing: no hold, nothing to judge.
+	proc, up := c.replicas[p.burst].process()
+	if up {
+		defer proc.faults.HoldInserts(hold)()
+	}
+	var wg sync.WaitGroup
+	for k, id := range ids {
+		wg.Go(func() {
+			call := a.call(ctx, p.idx, p.persona.Name, p.burst, p.tool, withID(p.args, id), 0, false, nil)
+			b.Calls[k] = call.Seq
+			hold.callReturned()
+		})
+	}
+	if up {
+		b.Complete, b.Released = hold.liftWhenSettled(c.cfg.BurstHold)
+	}
+	wg.Wait()
+	b.Holds = hold.snapshot()
+	c.rec.Burst(b)
 }
 
 // snapshot reads the operation back from the table (fault-free) into the

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,7 @@ type StoreFaults struct {
 	rates   StoreFaultRates
 	enabled bool
 	crashes map[string]*crashPlan // by handle
+	holds   []*insertHold         // bursts whose inserts to hold (two may hit one replica at once)
 }
 
 // NewStoreFaults wraps next. Faults start enabled.
@@ -92,6 +94,19 @@ func (f *StoreFaults) ForgetCrash(handle string) {
 	f.mu.Unlock()
 }
 
+// HoldInserts makes this process hold the inserts of h's burst until h is
+// lifted; the returned func stops matching them.
+func (f *StoreFaults) HoldInserts(h *insertHold) (forget func()) {
+	f.mu.Lock()
+	f.holds = append(f.holds, h)
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		f.holds = slices.DeleteFunc(f.holds, func(x *insertHold) bool { return x == h })
+		f.mu.Unlock()
+	}
+}
+
 // Do implements dynamodb.HTTPClient.
 func (f *StoreFaults) Do(req *http.Request) (*http.Response, error) {
 	body, err := readBody(req)
@@ -101,6 +116,13 @@ func (f *StoreFaults) Do(req *http.Request) (*http.Response, error) {
 	target := req.Header.Get("X-Amz-Target")
 	op := target[strings.LastIndex(target, ".")+1:]
 
+	// Before any drawn fault: a held insert is still inside its call's
+	// gate slot, whatever happens to it afterwards.
+	if h, handle := f.holdFor(op, body); h != nil {
+		if err := h.hold(req.Context(), f.who, handle); err != nil {
+			return nil, err
+		}
+	}
 	crash := f.crashFor(op, body)
 	if crash != nil && crash.kind == FaultCrashBeforeSW {
 		// The dispatcher dies before its state write: nothing is applied.
@@ -179,6 +201,125 @@ func (f *StoreFaults) crashFor(op string, body []byte) *armedCrash {
 		}
 	}
 	return nil
+}
+
+// holdFor finds the burst hold this request is caught by: an insert
+// (TransactWriteItems with a Put of op#handle) of one of its handles.
+func (f *StoreFaults) holdFor(op string, body []byte) (*insertHold, string) {
+	if op != "TransactWriteItems" || !bytes.Contains(body, []byte(`"Put"`)) {
+		return nil, ""
+	}
+	f.mu.Lock()
+	holds := slices.Clone(f.holds)
+	f.mu.Unlock()
+	for _, h := range holds {
+		for _, handle := range h.handles {
+			if bytes.Contains(body, []byte(`"op#`+handle+`"`)) {
+				return h, handle
+			}
+		}
+	}
+	return nil, ""
+}
+
+// insertHold holds the inserts of a burst's calls in a replica process's
+// store transport until the campaign lifts it (run.go). An admitted write
+// keeps its gate slot until its insert returns, so while the hold lasts
+// every admitted burst call occupies a slot: the gate must refuse the
+// rest, and Holds shows how many it let in at once (invariant 7).
+type insertHold struct {
+	handles []string
+	size    int // calls in the burst
+
+	mu       sync.Mutex
+	heldNow  int
+	answered int
+	holds    []Hold
+	lifted   chan struct{}
+	changed  chan struct{} // a nudge for liftWhenSettled, capacity 1
+}
+
+func newInsertHold(handles []string) *insertHold {
+	return &insertHold{handles: handles, size: len(handles), lifted: make(chan struct{}), changed: make(chan struct{}, 1)}
+}
+
+// hold keeps one insert until the hold is lifted. If the request's
+// context ends first the insert is never sent (nothing applied), as a
+// timeout before the engine would be. An insert arriving after the lift
+// passes unrecorded.
+func (h *insertHold) hold(ctx context.Context, who, handle string) error {
+	h.mu.Lock()
+	select {
+	case <-h.lifted:
+		h.mu.Unlock()
+		return nil
+	default:
+	}
+	i := len(h.holds)
+	h.holds = append(h.holds, Hold{Process: who, Handle: handle, From: time.Now()})
+	h.heldNow++
+	h.mu.Unlock()
+	h.nudge()
+
+	var err error
+	select {
+	case <-h.lifted:
+	case <-ctx.Done():
+		err = fmt.Errorf("chaos: held burst insert given up before it was sent: %w", ctx.Err())
+	}
+	h.mu.Lock()
+	h.holds[i].To = time.Now()
+	h.heldNow--
+	h.mu.Unlock()
+	h.nudge()
+	return err
+}
+
+// callReturned counts a burst call whose caller has its answer (or gave up).
+func (h *insertHold) callReturned() {
+	h.mu.Lock()
+	h.answered++
+	h.mu.Unlock()
+	h.nudge()
+}
+
+func (h *insertHold) nudge() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// liftWhenSettled lifts the hold once every burst call has returned or is
+// held (complete: no burst call can reach its insert after the lift), or
+// when limit has passed (not complete).
+func (h *insertHold) liftWhenSettled(limit time.Duration) (complete bool, at time.Time) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	expired := false
+	for {
+		h.mu.Lock()
+		complete = h.heldNow+h.answered >= h.size
+		if complete || expired {
+			close(h.lifted)
+			at = time.Now()
+			h.mu.Unlock()
+			return complete, at
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.changed:
+		case <-timer.C:
+			expired = true
+		}
+	}
+}
+
+// snapshot copies the holds recorded so far.
+func (h *insertHold) snapshot() []Hold {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Hold(nil), h.holds...)
 }
 
 // draw picks at most one random fault for a request. Reads (GetItem,
