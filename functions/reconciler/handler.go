@@ -61,6 +61,8 @@ func (r *reconciler) dispatch(ctx context.Context, payload json.RawMessage) (any
 		}
 		// The unrunnable-operations alarm watches this: each is parked once.
 		r.metrics.UnrunnableOperations(ctx, rep.Unrunnable)
+		// The sweep-failures alarm watches this.
+		r.metrics.SweepFailures(ctx, rep.Errors)
 		r.auditor.Logger().LogAttrs(ctx, slog.LevelInfo, "sweep",
 			slog.Int("examined", rep.Examined), slog.Int("transitions", rep.Transitions),
 			slog.Int("claims_won", rep.ClaimsWon), slog.Int("claims_lost", rep.ClaimsLost),

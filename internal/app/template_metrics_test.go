@@ -88,6 +88,7 @@ func publishedMetrics(t *testing.T) map[string][]string {
 	ms.RetryableOldestAge(ctx, time.Minute)
 	ms.ColdStart(ctx, "intentgate-mcp")
 	ms.UnrunnableOperations(ctx, 1)
+	ms.SweepFailures(ctx, 1)
 	require.NoError(t, batch.Flush())
 
 	published := map[string][]string{}

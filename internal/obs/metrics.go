@@ -69,6 +69,9 @@ const (
 	// MetricColdStarts counts the first invocation of each function process.
 	MetricColdStarts = "cold_starts"
 	MetricUnrunnable = "unrunnable_operations"
+	// MetricSweepFailures is how many operations one sweep could not
+	// reconcile (each is tried again by the next sweep).
+	MetricSweepFailures = "sweep_operation_failures"
 )
 
 // Dimension names used by the helpers. Values must come from small, fixed
@@ -385,6 +388,14 @@ func (ms *Metrics) InvalidToken(ctx context.Context, reason string) {
 // ColdStart counts the first invocation of a function process.
 func (ms *Metrics) ColdStart(ctx context.Context, function string) {
 	ms.count(ctx, MetricColdStarts, map[string]string{DimFunction: function})
+}
+
+// SweepFailures records how many operations one sweep could not reconcile
+// (0 when none): an undecodable due item, a store or provider error. The
+// sweep-failures alarm fires only when every sweep for several minutes had
+// one, which a transient error does not cause.
+func (ms *Metrics) SweepFailures(ctx context.Context, n int) {
+	ms.record(ctx, Metric{Name: MetricSweepFailures, Value: float64(max(n, 0)), Unit: UnitCount})
 }
 
 // UnrunnableOperations records how many operations of a tool the reconciler

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -73,6 +74,15 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 			return rep, nil
 		}
 		op, ok, rerr := reader.Next(ctx)
+		var undecodable *store.UndecodableItemError
+		if errors.As(rerr, &undecodable) {
+			// One operation's failure, like any other: stopping here would
+			// leave everything due after it unswept, every sweep.
+			rep.Errors++
+			s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "due item undecodable",
+				slog.String("pk", undecodable.PK), slog.String("error", undecodable.Err.Error()))
+			continue
+		}
 		if rerr != nil {
 			return rep, fmt.Errorf("sweep: %w", rerr)
 		}

@@ -247,10 +247,21 @@ func (r *DueReader) Next(ctx context.Context) (operation.Operation, bool, error)
 	best.last = indexKey(it)
 	op, err := fromItem(it)
 	if err != nil {
-		return operation.Operation{}, false, fmt.Errorf("due: %w", err)
+		return operation.Operation{}, false, &UndecodableItemError{PK: it.PK, Err: err}
 	}
 	return op, true, nil
 }
+
+// UndecodableItemError is a due item the store cannot read as an operation
+// (a state a newer build wrote, a hand edit). The reader has moved past it:
+// Next may be called again, so one such item never hides the rest.
+type UndecodableItemError struct {
+	PK  string
+	Err error
+}
+
+func (e *UndecodableItemError) Error() string { return "due: item " + e.PK + ": " + e.Err.Error() }
+func (e *UndecodableItemError) Unwrap() error { return e.Err }
 
 // fill reads the next page of each part, in parallel, until each has an
 // item or is known to be exhausted.

@@ -1,0 +1,42 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// One due-index item the store cannot decode (a state a newer build wrote
+// before a rollback, or a hand edit) is counted as that operation's error
+// and logged, like any failure on one operation; the sweep goes on, so what
+// is due after it, in any shard, is still reconciled.
+func TestAnUndecodableDueItemIsCountedAndTheSweepGoesOn(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	bad := f.storedOp(t, "op-poison-0001", orderID(1), time.Minute)
+	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
+		UpdateExpression:          aws.String("SET #s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "SUPERSEDED"}},
+	})
+	require.NoError(t, err)
+	f.clock.Advance(10 * time.Second)
+	good := f.storedOp(t, "op-good-0001", orderID(2), time.Minute)
+	f.clock.Advance(2 * time.Minute)
+	for sweep := range 3 {
+		f.clock.Advance(time.Minute)
+		rep, err := svc.Sweep(context.Background())
+		require.NoError(t, err, "sweep %d", sweep)
+		assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
+	}
+	assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was never expired")
+}
