@@ -94,11 +94,17 @@ func skip(res Result, reason string) Result {
 
 // expireLease: a PENDING operation past its lease has lost its dispatcher.
 // The call may or may not have reached the provider, so it becomes
-// UNKNOWN and is probed at once (the lease already outlasted the settle
-// window of any sane family; the probe itself still checks it).
+// UNKNOWN, due for its first probe when that can prove anything (at once
+// for most families; for a provider that bounds late commits, once its
+// index can cover the commit deadline, which the lease end reaches only
+// without the index lag).
 func (s *Service) expireLease(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	next := s.cfg.Executor.FirstProbeAt(op, family.Recovery())
+	if next.Before(now) {
+		next = now
+	}
 	ev := operation.Event{
-		Type: operation.EventDispatcherLost, At: now, NextAt: now, Source: "reconciler",
+		Type: operation.EventDispatcherLost, At: now, NextAt: next, Source: "reconciler",
 		Detail: "dispatch lease expired at " + op.DueAt.UTC().Format(time.RFC3339Nano) + " without a recorded outcome",
 	}
 	return s.decide(ctx, family, op, ev, res)

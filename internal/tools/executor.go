@@ -390,14 +390,7 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			errClass = "verification"
 		}
 		if ev.Type == operation.EventClientTimeout || ev.Type == operation.EventResponseMissing || ev.Type == operation.EventVerifyFailed {
-			// First probe once the provider's settle window has passed
-			// and, where the provider bounds late commits, once its index
-			// can cover the commit deadline.
-			rec := tool.Recovery()
-			ev.NextAt = e.SettledAt(op, rec.SettleWindow)
-			if d := op.DispatchDeadline(); rec.CommitDeadline && !rec.IdempotentCreate && !d.IsZero() && d.Add(rec.SettleWindow).After(ev.NextAt) {
-				ev.NextAt = d.Add(rec.SettleWindow)
-			}
+			ev.NextAt = e.FirstProbeAt(op, tool.Recovery())
 		}
 	}
 	ev.At = e.cfg.Clock()
@@ -433,6 +426,18 @@ func (e *Executor) fence(ctx context.Context, op operation.Operation) string {
 			", before the whole dispatch could end; nothing sent"
 	}
 	return ""
+}
+
+// FirstProbeAt is when a probe of op's latest dispatch can first prove
+// anything: once the provider's settle window has passed and, where the
+// provider bounds late commits, once its index can cover the commit
+// deadline. Probing earlier only spends the probe budget.
+func (e *Executor) FirstProbeAt(op operation.Operation, rec Recovery) time.Time {
+	at := e.SettledAt(op, rec.SettleWindow)
+	if d := op.DispatchDeadline(); rec.CommitDeadline && !rec.IdempotentCreate && !d.IsZero() && d.Add(rec.SettleWindow).After(at) {
+		at = d.Add(rec.SettleWindow)
+	}
+	return at
 }
 
 // AuditAt is when the duplicate audit of op's latest dispatch is due: after
