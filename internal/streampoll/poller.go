@@ -4,8 +4,9 @@
 // to BatchSize records within MaximumBatchingWindowInSeconds, hands them to
 // a handler as the events.DynamoDBEvent Lambda would deliver, and retries
 // from the lowest sequence number the handler reports in batchItemFailures
-// (the whole batch when the handler fails or outlives the function's
-// Timeout), at most MaximumRetryAttempts times; records older than
+// (read only when FunctionResponseTypes lists ReportBatchItemFailures; the
+// whole batch when the handler fails or outlives the function's Timeout),
+// at most MaximumRetryAttempts times; records older than
 // MaximumRecordAgeInSeconds are skipped. The settings come from the SAM
 // template (TriggerFromTemplate).
 //
@@ -269,9 +270,9 @@ func (p *Poller) read(ctx context.Context) ([]events.DynamoDBEventRecord, error)
 }
 
 // deliver invokes the handler with batch and retries as Lambda does: from
-// the lowest reported failure (the whole batch if the handler failed, ran
-// past the function timeout or named a record not in the batch), at most
-// MaxRetryAttempts times.
+// the lowest reported failure when the mapping has ReportBatchItemFailures
+// (the whole batch if the handler failed, ran past the function timeout or
+// named a record not in the batch), at most MaxRetryAttempts times.
 func (p *Poller) deliver(ctx context.Context, batch []events.DynamoDBEventRecord, st *Stats) {
 	if len(batch) == 0 {
 		return
@@ -295,7 +296,9 @@ func (p *Poller) deliver(ctx context.Context, batch []events.DynamoDBEventRecord
 		case err != nil:
 			st.Failed = len(batch)
 			p.cfg.Logger.Error("stream batch failed", "records", len(batch), "attempt", attempt+1, "err", err)
-		case len(resp.BatchItemFailures) == 0:
+		case len(resp.BatchItemFailures) == 0 || !p.cfg.Trigger.ReportBatchItemFailures:
+			// Without ReportBatchItemFailures Lambda does not read the
+			// answer: any successful invocation checkpoints the batch.
 			st.Failed = 0
 			return
 		default:

@@ -230,12 +230,37 @@ func TestFailedRecordsAreRetriedFromTheLowestFailure(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	tr := unfiltered()
+	tr.ReportBatchItemFailures = true
 	tr.MaxBatchingWindow = time.Second // all five in the first batch
 	f.start(tr)
 	assert.Equal(t, []string{"op#0 PENDING", "op#1 PENDING", "op#2 PENDING", "op#3 PENDING", "op#4 PENDING"}, keys(f.next()))
 	assert.Equal(t, []string{"op#2 PENDING", "op#3 PENDING", "op#4 PENDING"}, keys(f.next()))
 	f.put("op#5", map[string]string{"state": "PENDING"})
 	assert.Equal(t, []string{"op#5 PENDING"}, keys(f.next()), "then polling goes on after the batch")
+}
+
+// Without ReportBatchItemFailures in FunctionResponseTypes Lambda does not
+// read batchItemFailures: an answer naming failed records is a success, and
+// the batch is not delivered again.
+func TestBatchItemFailuresAreIgnoredWithoutReportBatchItemFailures(t *testing.T) {
+	f := newFixture(t)
+	f.put("op#1", map[string]string{"state": "PENDING"})
+	f.put("op#2", map[string]string{"state": "PENDING"})
+	f.respond = func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		if call == 1 {
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
+				{ItemIdentifier: ev.Records[1].Change.SequenceNumber},
+			}}, nil
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	tr := unfiltered()
+	tr.MaxBatchingWindow = time.Second
+	require.False(t, tr.ReportBatchItemFailures)
+	f.start(tr)
+	assert.Equal(t, []string{"op#1 PENDING", "op#2 PENDING"}, keys(f.next()))
+	f.put("op#3", map[string]string{"state": "PENDING"})
+	assert.Equal(t, []string{"op#3 PENDING"}, keys(f.next()), "the reported failure was not retried")
 }
 
 // A handler error retries the whole batch, at most MaxRetryAttempts times;
@@ -297,6 +322,7 @@ func TestAnUnknownFailureIdentifierRetriesTheWholeBatch(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	tr := unfiltered()
+	tr.ReportBatchItemFailures = true
 	tr.MaxBatchingWindow = time.Second
 	f.start(tr)
 	first := f.next()
