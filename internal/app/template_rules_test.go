@@ -141,6 +141,30 @@ func TestTemplateSweepIsNeitherRetriedNorQueued(t *testing.T) {
 	assert.Equal(t, "0", fn.get("Events", "Sweep", "Properties", "RetryPolicy", "MaximumRetryAttempts").Value)
 }
 
+// TestTemplateReconcilerStreamReportsBatchItemFailures: the reconciler
+// answers stream batches with batchItemFailures, which Lambda reads only
+// when the mapping lists ReportBatchItemFailures; without it a failed record
+// would be checkpointed as delivered.
+func TestTemplateReconcilerStreamReportsBatchItemFailures(t *testing.T) {
+	events := loadTemplate(t).resource(t, "ReconcilerFunction").get("Properties", "Events").entries()
+	var streams int
+	for _, ev := range events {
+		if ev[1].get("Type").Value != "DynamoDB" {
+			continue
+		}
+		streams++
+		types := ev[1].get("Properties", "FunctionResponseTypes")
+		require.NotNil(t, types, "%s has no FunctionResponseTypes", ev[0].Value)
+		require.Equal(t, yaml.SequenceNode, types.Kind, "%s.FunctionResponseTypes is a literal list", ev[0].Value)
+		var listed []string
+		for _, v := range types.Content {
+			listed = append(listed, v.Value)
+		}
+		assert.Contains(t, listed, "ReportBatchItemFailures", ev[0].Value)
+	}
+	assert.Equal(t, 1, streams, "the reconciler has one stream trigger")
+}
+
 func TestTemplateGatewayModeRequiresAScope(t *testing.T) {
 	tpl := loadTemplate(t)
 	values := maps.Clone(templateSamples)

@@ -4,13 +4,17 @@
 // to BatchSize records within MaximumBatchingWindowInSeconds, hands them to
 // a handler as the events.DynamoDBEvent Lambda would deliver, and retries
 // from the lowest sequence number the handler reports in batchItemFailures
-// (the whole batch when the handler fails), at most MaximumRetryAttempts
-// times; records older than MaximumRecordAgeInSeconds are skipped. The
-// settings come from the SAM template (TriggerFromTemplate).
+// (read only when FunctionResponseTypes lists ReportBatchItemFailures; the
+// whole batch when the handler fails or outlives the function's Timeout),
+// at most MaximumRetryAttempts times; records older than
+// MaximumRecordAgeInSeconds are skipped. The settings come from the SAM
+// template (TriggerFromTemplate).
 //
 // Not emulated: several shards and shard lineage (the local engine has one
-// shard), BisectBatchOnFunctionError, ParallelizationFactor, and the
-// OnFailure destination (a record given up on is logged at ERROR instead).
+// shard), BisectBatchOnFunctionError, ParallelizationFactor, the OnFailure
+// destination (a record given up on is logged at ERROR instead), and
+// stopping a handler at the timeout (its context ends and its late answer
+// is discarded, but Go cannot kill it as Lambda kills the runtime).
 package streampoll
 
 import (
@@ -94,6 +98,9 @@ func New(streams StreamsAPI, cfg Config, handler Handler) (*Poller, error) {
 	filters, err := eventfilter.CompileAll(cfg.Trigger.FilterPatterns)
 	if err != nil {
 		return nil, fmt.Errorf("stream poller: %w", err)
+	}
+	if cfg.Trigger.FunctionTimeout <= 0 {
+		return nil, fmt.Errorf("stream poller: function timeout %s", cfg.Trigger.FunctionTimeout)
 	}
 	if cfg.IdleWait <= 0 {
 		cfg.IdleWait = 250 * time.Millisecond
@@ -263,7 +270,8 @@ func (p *Poller) read(ctx context.Context) ([]events.DynamoDBEventRecord, error)
 }
 
 // deliver invokes the handler with batch and retries as Lambda does: from
-// the lowest reported failure (the whole batch if the handler failed or
+// the lowest reported failure when the mapping has ReportBatchItemFailures
+// (the whole batch if the handler failed, ran past the function timeout or
 // named a record not in the batch), at most MaxRetryAttempts times.
 func (p *Poller) deliver(ctx context.Context, batch []events.DynamoDBEventRecord, st *Stats) {
 	if len(batch) == 0 {
@@ -271,16 +279,26 @@ func (p *Poller) deliver(ctx context.Context, batch []events.DynamoDBEventRecord
 	}
 	st.Delivered = len(batch)
 	for attempt := 0; ; attempt++ {
-		ictx, cancel := context.WithTimeout(ctx, p.cfg.Trigger.FunctionTimeout)
+		deadline := time.Now().Add(p.cfg.Trigger.FunctionTimeout)
+		ictx, cancel := context.WithDeadline(ctx, deadline)
 		resp, err := p.handler(ictx, events.DynamoDBEvent{Records: batch})
 		cancel()
 		st.Invocation++
+		// Lambda ends an invocation at the function timeout and takes it as
+		// a function error: whatever the handler answers later is discarded.
+		// The clock, not ictx.Err(), decides: the deadline's timer may not
+		// have fired yet when a late handler returns.
+		if !time.Now().Before(deadline) && ctx.Err() == nil {
+			err = fmt.Errorf("invocation timed out after %s", p.cfg.Trigger.FunctionTimeout)
+		}
 		from := 0
 		switch {
 		case err != nil:
 			st.Failed = len(batch)
 			p.cfg.Logger.Error("stream batch failed", "records", len(batch), "attempt", attempt+1, "err", err)
-		case len(resp.BatchItemFailures) == 0:
+		case len(resp.BatchItemFailures) == 0 || !p.cfg.Trigger.ReportBatchItemFailures:
+			// Without ReportBatchItemFailures Lambda does not read the
+			// answer: any successful invocation checkpoints the batch.
 			st.Failed = 0
 			return
 		default:

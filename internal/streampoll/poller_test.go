@@ -230,12 +230,37 @@ func TestFailedRecordsAreRetriedFromTheLowestFailure(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	tr := unfiltered()
+	tr.ReportBatchItemFailures = true
 	tr.MaxBatchingWindow = time.Second // all five in the first batch
 	f.start(tr)
 	assert.Equal(t, []string{"op#0 PENDING", "op#1 PENDING", "op#2 PENDING", "op#3 PENDING", "op#4 PENDING"}, keys(f.next()))
 	assert.Equal(t, []string{"op#2 PENDING", "op#3 PENDING", "op#4 PENDING"}, keys(f.next()))
 	f.put("op#5", map[string]string{"state": "PENDING"})
 	assert.Equal(t, []string{"op#5 PENDING"}, keys(f.next()), "then polling goes on after the batch")
+}
+
+// Without ReportBatchItemFailures in FunctionResponseTypes Lambda does not
+// read batchItemFailures: an answer naming failed records is a success, and
+// the batch is not delivered again.
+func TestBatchItemFailuresAreIgnoredWithoutReportBatchItemFailures(t *testing.T) {
+	f := newFixture(t)
+	f.put("op#1", map[string]string{"state": "PENDING"})
+	f.put("op#2", map[string]string{"state": "PENDING"})
+	f.respond = func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		if call == 1 {
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
+				{ItemIdentifier: ev.Records[1].Change.SequenceNumber},
+			}}, nil
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	tr := unfiltered()
+	tr.MaxBatchingWindow = time.Second
+	require.False(t, tr.ReportBatchItemFailures)
+	f.start(tr)
+	assert.Equal(t, []string{"op#1 PENDING", "op#2 PENDING"}, keys(f.next()))
+	f.put("op#3", map[string]string{"state": "PENDING"})
+	assert.Equal(t, []string{"op#3 PENDING"}, keys(f.next()), "the reported failure was not retried")
 }
 
 // A handler error retries the whole batch, at most MaxRetryAttempts times;
@@ -259,6 +284,32 @@ func TestAFailingBatchIsRetriedThenGivenUp(t *testing.T) {
 	assert.Equal(t, []string{"op#y PENDING"}, keys(f.next()))
 }
 
+// An invocation that outlives the function timeout is a function error, as
+// in Lambda: its late answer is discarded and the batch retried whole.
+func TestAnInvocationPastTheFunctionTimeoutIsRetried(t *testing.T) {
+	f := newFixture(t)
+	f.put("op#slow", map[string]string{"state": "PENDING"})
+	f.respond = func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		if call == 1 {
+			time.Sleep(300 * time.Millisecond) // past the 100 ms timeout, ignoring its context
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	tr := unfiltered()
+	tr.FunctionTimeout = 100 * time.Millisecond
+	tr.MaxRetryAttempts = 2
+	f.start(tr)
+	assert.Equal(t, []string{"op#slow PENDING"}, keys(f.next()))
+	select {
+	case ev := <-f.batches:
+		assert.Equal(t, []string{"op#slow PENDING"}, keys(ev), "retried after the timeout")
+	case <-time.After(3 * time.Second):
+		t.Fatal("a batch whose invocation timed out was checkpointed as delivered; Lambda would retry it")
+	}
+	f.put("op#next", map[string]string{"state": "PENDING"})
+	assert.Equal(t, []string{"op#next PENDING"}, keys(f.next()), "the retry in time is a success")
+}
+
 // A failure naming a record that is not in the batch retries all of it.
 func TestAnUnknownFailureIdentifierRetriesTheWholeBatch(t *testing.T) {
 	f := newFixture(t)
@@ -271,17 +322,20 @@ func TestAnUnknownFailureIdentifierRetriesTheWholeBatch(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	tr := unfiltered()
+	tr.ReportBatchItemFailures = true
 	tr.MaxBatchingWindow = time.Second
 	f.start(tr)
 	first := f.next()
 	assert.Equal(t, keys(first), keys(f.next()))
 }
 
-func TestNewRejectsAnInvalidFilterAndAMissingStream(t *testing.T) {
+func TestNewRejectsAnInvalidFilterAMissingStreamAndNoTimeout(t *testing.T) {
 	streams, err := engine.StreamsClient(t.Context())
 	require.NoError(t, err)
 	_, err = streampoll.New(streams, streampoll.Config{StreamARN: "arn", Trigger: streampoll.Trigger{BatchSize: 1, FilterPatterns: []string{`{"dynamodb":"x"}`}}}, nil)
 	assert.ErrorContains(t, err, "filter 0")
 	_, err = streampoll.New(streams, streampoll.Config{Trigger: streampoll.Trigger{BatchSize: 1}}, nil)
 	assert.ErrorContains(t, err, "no stream ARN")
+	_, err = streampoll.New(streams, streampoll.Config{StreamARN: "arn", Trigger: streampoll.Trigger{BatchSize: 1}}, nil)
+	assert.ErrorContains(t, err, "function timeout", "every invocation would time out")
 }

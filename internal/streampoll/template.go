@@ -20,6 +20,9 @@ type Trigger struct {
 	FilterPatterns    []string // FilterCriteria.Filters[].Pattern, ORed
 	MaxRetryAttempts  int      // -1: until the record expires
 	MaxRecordAge      time.Duration
+	// ReportBatchItemFailures: FunctionResponseTypes lists it, so Lambda
+	// reads the handler's batchItemFailures; without it, it ignores them.
+	ReportBatchItemFailures bool
 	// FunctionTimeout bounds one invocation (the function's Timeout).
 	FunctionTimeout time.Duration
 	// SweepEvery is the rate of the function's Schedule event; 0 if none.
@@ -134,6 +137,19 @@ func (tr *Trigger) readStream(props *yaml.Node, where string) error {
 		}
 		if n > 0 { // -1: no limit
 			tr.MaxRecordAge = time.Duration(n) * time.Second
+		}
+	}
+	if v := child(props, "FunctionResponseTypes"); v != nil {
+		if v.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s.FunctionResponseTypes is not a literal list", where)
+		}
+		for i, t := range v.Content {
+			// The only response type Lambda defines; anything else is a typo
+			// that would silently turn partial batch responses off.
+			if t.Kind != yaml.ScalarNode || t.Value != "ReportBatchItemFailures" {
+				return fmt.Errorf("%s.FunctionResponseTypes[%d] %q: want ReportBatchItemFailures", where, i, t.Value)
+			}
+			tr.ReportBatchItemFailures = true
 		}
 	}
 	filters := child(child(props, "FilterCriteria"), "Filters")

@@ -42,6 +42,7 @@ Resources:
             MaximumBatchingWindowInSeconds: 2
             MaximumRetryAttempts: 4
             MaximumRecordAgeInSeconds: 600
+            FunctionResponseTypes: [ReportBatchItemFailures]
             FilterCriteria:
               Filters:
                 - Pattern: '{"dynamodb":{"NewImage":{"state":{"S":["A"]}}}}'
@@ -61,8 +62,28 @@ func TestTriggerIsReadFromTheFunctionsEvents(t *testing.T) {
 			`{"dynamodb":{"NewImage":{"state":{"S":["A"]}}}}`,
 			`{"dynamodb":{"NewImage":{"state":{"S":["B"]}}}}`,
 		},
-		MaxRetryAttempts: 4, MaxRecordAge: 10 * time.Minute, FunctionTimeout: 45 * time.Second, SweepEvery: 5 * time.Minute,
+		MaxRetryAttempts: 4, MaxRecordAge: 10 * time.Minute, ReportBatchItemFailures: true,
+		FunctionTimeout: 45 * time.Second, SweepEvery: 5 * time.Minute,
 	}, tr)
+}
+
+// Partial batch responses are off unless FunctionResponseTypes asks for
+// them, as in Lambda.
+func TestReportBatchItemFailuresIsOffUnlessFunctionResponseTypesListsIt(t *testing.T) {
+	body := replaceOnce(t, sampleTemplate, "            FunctionResponseTypes: [ReportBatchItemFailures]\n", "")
+	tr, err := streampoll.TriggerFromTemplate(writeTemplate(t, body), "Fn")
+	require.NoError(t, err)
+	assert.False(t, tr.ReportBatchItemFailures)
+
+	body = replaceOnce(t, sampleTemplate, "[ReportBatchItemFailures]", "[]")
+	tr, err = streampoll.TriggerFromTemplate(writeTemplate(t, body), "Fn")
+	require.NoError(t, err)
+	assert.False(t, tr.ReportBatchItemFailures)
+
+	body = replaceOnce(t, sampleTemplate, "[ReportBatchItemFailures]", "\n              - ReportBatchItemFailures")
+	tr, err = streampoll.TriggerFromTemplate(writeTemplate(t, body), "Fn")
+	require.NoError(t, err)
+	assert.True(t, tr.ReportBatchItemFailures, "the block form of the list")
 }
 
 // The repository's own template loads, and its filters compile.
@@ -81,12 +102,16 @@ func TestTemplateErrorsNameTheSetting(t *testing.T) {
 		"rate(5 minutes)":                   "cron(0 * * * ? *)",
 		"MaximumBatchingWindowInSeconds: 2": "MaximumBatchingWindowInSeconds: !Ref Window",
 		"StartingPosition: TRIM_HORIZON":    "StartingPosition: AT_TIMESTAMP",
+		"[ReportBatchItemFailures]":         "[ReportBatchItemFailure]",
+		"FunctionResponseTypes: [":          "FunctionResponseTypes: !Ref Types # [",
 	}
 	wants := map[string]string{
 		"BatchSize: 7":                      "BatchSize 0",
 		"rate(5 minutes)":                   "only rate(...)",
 		"MaximumBatchingWindowInSeconds: 2": "not a literal number",
 		"StartingPosition: TRIM_HORIZON":    "StartingPosition",
+		"[ReportBatchItemFailures]":         `FunctionResponseTypes[0] "ReportBatchItemFailure"`,
+		"FunctionResponseTypes: [":          "FunctionResponseTypes is not a literal list",
 	}
 	for from, to := range cases {
 		body := replaceOnce(t, sampleTemplate, from, to)
