@@ -81,9 +81,8 @@ type Config struct {
 	DownstreamMaxConns int           // INTENTGATE_DOWNSTREAM_MAX_CONNS
 	// INTENTGATE_DUE_SHARDS: due-index shards new entries are spread over
 	// (default 16, docs/capacity.md). INTENTGATE_DUE_SHARDS_SWEPT: shards
-	// the sweep reads, the largest count any writer still uses (default
-	// INTENTGATE_DUE_SHARDS, also when 0); keep it at the old count after lowering
-	// INTENTGATE_DUE_SHARDS until the entries beyond have drained.
+	// the sweep reads at least (default INTENTGATE_DUE_SHARDS, also when 0);
+	// it also reads those of every count a writer recorded in the table.
 	DueShards, SweptDueShards int
 	Budget                    admission.BudgetConfig
 	// INTENTGATE_BUDGET_AUTH, _STORE, _DOWNSTREAM (alias INTENTGATE_DOWNSTREAM_TIMEOUT), _RESERVE

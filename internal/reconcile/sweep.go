@@ -57,8 +57,16 @@ type SweepReport struct {
 func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 	now := s.cfg.Executor.Now()
 	tools := slices.Sorted(maps.Keys(s.cfg.Families))
-	_, shards := s.st.DueShards()
+	sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	shards, serr := s.st.SweptShards(sctx)
+	cancel()
+	if serr != nil {
+		// The configured shards are still swept; the next sweep reads the
+		// recorded counts again.
+		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelWarn, "due shard counts unread", slog.String("error", serr.Error()))
+	}
 	reader := s.st.NewDueReader(now, store.DueReaderOptions{
+		Shards: shards,
 		// Small pages across many partitions: what is read but never
 		// examined when the sweep stops is at most one page per partition.
 		PageLimit:   min(s.cfg.BatchLimit, max(1, ceilDiv(s.cfg.MaxPerInvocation, shards+len(tools)))),

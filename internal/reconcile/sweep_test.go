@@ -306,3 +306,35 @@ func TestSweepTakesTheOldestAcrossShardsWithinItsBound(t *testing.T) {
 		assert.Equal(t, i < 10, moved, "op %d: the ten oldest, whatever their shards", i)
 	}
 }
+
+// A deploy that raises INTENTGATE_DUE_SHARDS (16 -> 32) and is rolled back,
+// or one that lowers it without raising INTENTGATE_DUE_SHARDS_SWEPT, leaves
+// entries in shards the configured count does not reach; nothing else ever
+// moves a lost lease or an UNKNOWN in backoff out of them. Every writer
+// records the shard count it writes with, and the sweep reads every shard
+// up to the largest ever recorded.
+func TestSweepReachesShardsOfAnyCountAWriterEverUsed(t *testing.T) {
+	f := newFixture(t)
+	wide, err := store.New(f.db, store.Config{Table: f.table, DueShards: 32})
+	require.NoError(t, err)
+	var beyond []operation.Operation
+	for i := 0; len(beyond) < 3 && i < 60; i++ {
+		op := f.storedOpIn(t, wide, fmt.Sprintf("op-wide-%02d", i), orderID(i), time.Minute)
+		if store.DueShardOf(op.Handle, 32) >= 16 {
+			beyond = append(beyond, op)
+		}
+	}
+	require.Len(t, beyond, 3)
+	written, swept := f.st.DueShards()
+	require.Equal(t, 16, written)
+	require.Equal(t, 16, swept, "the reconciler is configured for 16 shards")
+
+	f.clock.Advance(2 * time.Minute)
+	rep, err := f.service(t).Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, reconcile.StoppedDrained, rep.Stopped)
+	for _, op := range beyond {
+		assert.NotEqual(t, operation.StatePending, f.get(t, op.Handle).State, "%s in shard %d: its lost lease was handled",
+			op.Key.OperationID, store.DueShardOf(op.Handle, 32))
+	}
+}

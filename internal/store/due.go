@@ -97,6 +97,63 @@ func validateDueShards(cfg *Config) error {
 // its due reads cover (at least as many).
 func (s *Store) DueShards() (written, swept int) { return s.cfg.DueShards, s.cfg.SweptDueShards }
 
+// The shard counts writers have used, kept in one item (a number set): a
+// deploy that raises the count and is rolled back, or one that lowers it,
+// leaves entries in shards the new configuration does not reach, and
+// nothing but a sweep moves a lost lease or an UNKNOWN in backoff. The item
+// has no index attributes, so it is never in the due index or the stream
+// filter's view.
+const (
+	shardCountsPK   = "meta#due_shard_counts"
+	attrShardCounts = "counts"
+)
+
+// recordShardCount adds this store's shard count to the recorded counts,
+// once per store, before its first write of a due entry. ADD to a number
+// set is idempotent: a retry, or every other process writing with the same
+// count, changes nothing.
+func (s *Store) recordShardCount(ctx context.Context) error {
+	if s.shardCountRecorded.Load() {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.cfg.Table),
+		Key:                       pkKey(shardCountsPK),
+		UpdateExpression:          aws.String("ADD #c :n"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrShardCounts},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(s.cfg.DueShards)}}},
+	})
+	if err != nil {
+		return fmt.Errorf("record due shard count %d: %w", s.cfg.DueShards, err)
+	}
+	s.shardCountRecorded.Store(true)
+	return nil
+}
+
+// SweptShards is how many shards a sweep reads: this store's swept count,
+// or the largest count any writer recorded, whichever is larger. On an
+// error it still answers the configured count, so a sweep can go on.
+func (s *Store) SweptShards(ctx context.Context) (int, error) {
+	n := s.cfg.SweptDueShards
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.cfg.Table),
+		Key:                      pkKey(shardCountsPK),
+		ProjectionExpression:     aws.String("#c"),
+		ExpressionAttributeNames: map[string]string{"#c": attrShardCounts},
+	})
+	if err != nil {
+		return n, fmt.Errorf("read due shard counts: %w", err)
+	}
+	if counts, ok := out.Item[attrShardCounts].(*types.AttributeValueMemberNS); ok {
+		for _, v := range counts.Value {
+			if c, err := strconv.Atoi(v); err == nil && c > n && c <= MaxDueShards {
+				n = c
+			}
+		}
+	}
+	return n, nil
+}
+
 // DuePage is one page of operations the reconciler must look at.
 type DuePage struct {
 	Operations []operation.Operation
@@ -161,6 +218,9 @@ type DueReaderOptions struct {
 	// QueryContext, if set, derives each query's context (its store
 	// budget, started when the query starts); default: the caller's.
 	QueryContext func(context.Context) (context.Context, context.CancelFunc)
+	// Shards is how many shards to read (SweptShards); never fewer than
+	// the store's swept count.
+	Shards int
 }
 
 // DueReader merges the due index's partitions (every swept shard and the
@@ -204,7 +264,7 @@ func (s *Store) NewDueReader(now time.Time, o DueReaderOptions) *DueReader {
 	if r.queryCtx == nil {
 		r.queryCtx = func(ctx context.Context) (context.Context, context.CancelFunc) { return ctx, func() {} }
 	}
-	for i := range s.cfg.SweptDueShards {
+	for i := range min(max(o.Shards, s.cfg.SweptDueShards), MaxDueShards) {
 		r.parts = append(r.parts, &duePart{key: dueShardName(i), more: true})
 	}
 	tools := slices.Clone(o.ParkedTools)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +41,9 @@ type Config struct {
 type Store struct {
 	db  *dynamodb.Client
 	cfg Config
+	// shardCountRecorded: this store's shard count is in the table's
+	// recorded counts (recordShardCount), so its due entries are swept.
+	shardCountRecorded atomic.Bool
 }
 
 // New validates the configuration and returns a store.
@@ -125,6 +129,9 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 	}
 	if len(op.Journal) > operation.MaxJournal {
 		return InsertResult{}, fmt.Errorf("insert: %w", operation.ErrJournalFull)
+	}
+	if err := s.recordShardCount(ctx); err != nil {
+		return InsertResult{}, fmt.Errorf("insert %s: %w", op.Handle, err)
 	}
 	nonce, err := newNonce()
 	if err != nil {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -85,7 +86,10 @@ func (f fixture) rawItem(t *testing.T, pk string) map[string]types.AttributeValu
 func (f fixture) itemCount(t *testing.T) int {
 	t.Helper()
 	// A Scan is fine in a test that counts what a refused write left behind.
-	out, err := f.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.table), Select: types.SelectCount})
+	// The recorded shard counts are the table's, not any operation's.
+	out, err := f.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.table), Select: types.SelectCount,
+		FilterExpression:          aws.String("NOT begins_with(pk, :meta)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":meta": &types.AttributeValueMemberS{Value: "meta#"}}})
 	require.NoError(t, err)
 	return int(out.Count)
 }
@@ -240,16 +244,18 @@ func TestSucceededKeepsItsBusinessKeyForever(t *testing.T) {
 	assert.NotContains(t, f.rawItem(t, "op#"+op.Handle), "expires_at")
 }
 
-// lostAnswer applies the first UpdateItem at the engine, then loses its
-// answer the way a reset connection does; the SDK retries the same request.
+// lostAnswer applies the first UpdateItem of an operation at the engine,
+// then loses its answer the way a reset connection does; the SDK retries
+// the same request.
 type lostAnswer struct {
 	next    dynamodb.HTTPClient
 	dropped atomic.Bool
 }
 
 func (c *lostAnswer) Do(req *http.Request) (*http.Response, error) {
+	ofOperation := writesOperation(req)
 	resp, err := c.next.Do(req)
-	if err == nil && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".UpdateItem") && c.dropped.CompareAndSwap(false, true) {
+	if err == nil && ofOperation && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".UpdateItem") && c.dropped.CompareAndSwap(false, true) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
@@ -612,4 +618,15 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	require.Equal(t, operation.StateEscalated, escalated.State)
 	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "ESCALATED")
 	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
+}
+
+// writesOperation reports a request naming an operation item (op#...), as
+// against the table's recorded shard counts; the body is left readable.
+func writesOperation(req *http.Request) bool {
+	if req.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }

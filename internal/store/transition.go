@@ -28,6 +28,9 @@ import (
 // the stored operation. If the "stale" item is our own write (the engine
 // applied it, the answer was lost and the SDK retried), that is success.
 func (s *Store) Transition(ctx context.Context, current operation.Operation, ev operation.Event) (operation.Operation, error) {
+	if err := s.recordShardCount(ctx); err != nil {
+		return operation.Operation{}, fmt.Errorf("transition %s: %w", current.Handle, err)
+	}
 	writeID, err := newNonce()
 	if err != nil {
 		return operation.Operation{}, err

@@ -155,6 +155,11 @@ func TestDynamoDBRequestsPerPath(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 
+	// A process's first write also records its due shard count, once.
+	warm := r.submit(t, "op-count-0000", 2)
+	require.Equal(t, operation.StateSucceeded, warm.Operation.State)
+	once := r.counter.take()
+
 	first := r.submit(t, "op-count-0001", 0)
 	require.Equal(t, operation.StateSucceeded, first.Operation.State)
 	write := r.counter.take()
@@ -189,19 +194,22 @@ func TestDynamoDBRequestsPerPath(t *testing.T) {
 
 	written, swept := r.st.DueShards()
 	t.Logf("DynamoDB requests per path (%d due shards written, %d swept):", written, swept)
-	t.Logf("  first write, SUCCEEDED:         %s", format(write))
+	t.Logf("  a process's first write:        %s", format(once))
+	t.Logf("  write, SUCCEEDED:               %s", format(write))
 	t.Logf("  replay of a SUCCEEDED key:      %s", format(replayed))
-	t.Logf("  first write left UNKNOWN:       %s", format(unknownWrite))
+	t.Logf("  write left UNKNOWN:             %s", format(unknownWrite))
 	t.Logf("  sweep probing it to SUCCEEDED:  %s", format(resolved))
 	t.Logf("  idle sweep (nothing due):       %s", format(idle))
 	opItem, bkItem := r.itemSize(t, "op#"+got.Handle), r.itemSize(t, "bk#"+got.BusinessKey)
 	t.Logf("item sizes (DynamoDB's size rule, approximate): settled operation %d B, business key %d B", opItem, bkItem)
 
+	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 2}, once, "a write, and the shard count recorded once per process")
 	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 1}, write, "insert intent and key, fence read before the send, then settle")
 	require.Equal(t, map[string]int{"TransactWriteItems": 1}, replayed, "the cancelled insert returns the stored operation")
 	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 1}, unknownWrite)
-	require.Equal(t, map[string]int{"Query": swept + 1}, idle, "one query per swept shard and one for its tool's parked entries")
-	require.Equal(t, map[string]int{"Query": swept + 1, "UpdateItem": 1}, resolved, "the read, then one conditional write")
+	require.Equal(t, map[string]int{"GetItem": 1, "Query": swept + 1}, idle,
+		"the recorded shard counts, one query per swept shard and one for its tool's parked entries")
+	require.Equal(t, map[string]int{"GetItem": 1, "Query": swept + 1, "UpdateItem": 1}, resolved, "the read, then one conditional write")
 	require.Less(t, opItem, 4096, "an operation fits one read unit")
 }
 
