@@ -39,10 +39,11 @@ type Config struct {
 	BatchLimit int
 	// MaxPerInvocation bounds the operations one Sweep examines.
 	MaxPerInvocation int
-	// MaxParkPerInvocation bounds the operations one Sweep parks (those of
-	// a tool it has no family for), whether or not the park applied; default ten times
-	// MaxPerInvocation. Parking is one small write each and happens once
-	// per operation, so a large backlog of them clears in a few sweeps.
+	// MaxParkPerInvocation bounds the items one Sweep sets aside: the
+	// operations it parks (of a tool it has no family for), whether or not
+	// the park applied, and the due items it cannot decode; default ten
+	// times MaxPerInvocation. Parking is one small write each and happens
+	// once per operation, so a large backlog of them clears in a few sweeps.
 	MaxParkPerInvocation int
 	// Reserve: stop taking new work when the context has less than this
 	// left, so what was started is recorded before the Lambda ends.

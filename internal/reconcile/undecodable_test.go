@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/reconcile"
 )
 
 // One due-index item the store cannot decode (a state a newer build wrote
@@ -39,4 +41,53 @@ func TestAnUndecodableDueItemIsCountedAndTheSweepGoesOn(t *testing.T) {
 		assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
 	}
 	assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was never expired")
+}
+
+// The same for an attribute of the wrong type (a hand edit in the console
+// typing "version" as a string), which fails before the item is an
+// operation at all: the reader still knows its index keys and moves on.
+func TestAnItemWithAnAttributeOfTheWrongTypeIsCountedAndTheSweepGoesOn(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t)
+	bad := f.storedOp(t, "op-poison-0002", orderID(1), time.Minute)
+	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
+		UpdateExpression:          aws.String("SET #v = :v"),
+		ExpressionAttributeNames:  map[string]string{"#v": "version"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "1"}},
+	})
+	require.NoError(t, err)
+	f.clock.Advance(10 * time.Second)
+	good := f.storedOp(t, "op-good-0002", orderID(2), time.Minute)
+	f.clock.Advance(2 * time.Minute)
+	for sweep := range 2 {
+		f.clock.Advance(time.Minute)
+		rep, err := svc.Sweep(context.Background())
+		require.NoError(t, err, "sweep %d", sweep)
+		assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
+	}
+	assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was handled")
+}
+
+// Undecodable items are bounded per sweep like parked ones: a rollback
+// below a build that wrote many of a state this build does not know must
+// not spend every sweep's time on them, oldest first, before any work.
+func TestUndecodableItemsAreBoundedPerSweep(t *testing.T) {
+	f := newFixture(t)
+	svc := f.serviceWith(t, func(c *reconcile.Config) { c.MaxParkPerInvocation = 3 })
+	for i := range 5 {
+		bad := f.storedOp(t, fmt.Sprintf("op-poison-%04d", i), orderID(i), time.Minute)
+		_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+			TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
+			UpdateExpression:          aws.String("SET #s = :s"),
+			ExpressionAttributeNames:  map[string]string{"#s": "state"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "SUPERSEDED"}},
+		})
+		require.NoError(t, err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	rep, err := svc.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Errors)
+	assert.Equal(t, reconcile.StoppedMaxPark, rep.Stopped)
 }

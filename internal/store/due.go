@@ -241,7 +241,7 @@ type DueReader struct {
 
 type duePart struct {
 	key string
-	buf []opItem
+	buf []dueEntry
 	// start is the ExclusiveStartKey of the next query (nil: from the
 	// beginning); last is the key of the last item taken from buf.
 	start map[string]types.AttributeValue
@@ -295,21 +295,32 @@ func (r *DueReader) Next(ctx context.Context) (operation.Operation, bool, error)
 	}
 	var best *duePart
 	for _, p := range r.parts {
-		if len(p.buf) > 0 && (best == nil || p.buf[0].GSI1SK < best.buf[0].GSI1SK) {
+		if len(p.buf) > 0 && (best == nil || p.buf[0].it.GSI1SK < best.buf[0].it.GSI1SK) {
 			best = p
 		}
 	}
 	if best == nil {
 		return operation.Operation{}, false, nil
 	}
-	it := best.buf[0]
+	e := best.buf[0]
 	best.buf = best.buf[1:]
-	best.last = indexKey(it)
-	op, err := fromItem(it)
+	best.last = indexKey(e.it)
+	if e.err != nil {
+		return operation.Operation{}, false, &UndecodableItemError{PK: e.it.PK, Err: e.err}
+	}
+	op, err := fromItem(e.it)
 	if err != nil {
-		return operation.Operation{}, false, &UndecodableItemError{PK: it.PK, Err: err}
+		return operation.Operation{}, false, &UndecodableItemError{PK: e.it.PK, Err: err}
 	}
 	return op, true, nil
+}
+
+// dueEntry is one item of a page: decoded, or with the keys the index
+// guarantees and why the rest could not be decoded, so the reader can
+// report it and move past it (UndecodableItemError).
+type dueEntry struct {
+	it  opItem
+	err error
 }
 
 // UndecodableItemError is a due item the store cannot read as an operation
@@ -387,9 +398,14 @@ func (r *DueReader) query(ctx context.Context, p *duePart) error {
 	for _, raw := range out.Items {
 		var it opItem
 		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-			return fmt.Errorf("due: decode: %w", err)
+			// An attribute of the wrong type (a hand edit): the index keys
+			// are strings by the table's definition, so the reader can
+			// still order it and continue after it.
+			p.buf = append(p.buf, dueEntry{it: opItem{PK: stringAttr(raw, attrPK), GSI1PK: stringAttr(raw, attrGSI1PK),
+				GSI1SK: stringAttr(raw, attrGSI1SK)}, err: fmt.Errorf("decode: %w", err)})
+			continue
 		}
-		p.buf = append(p.buf, it)
+		p.buf = append(p.buf, dueEntry{it: it})
 	}
 	p.lastScanned = int(out.ScannedCount)
 	p.start = out.LastEvaluatedKey
@@ -401,6 +417,14 @@ func (p *duePart) scanned() int {
 	n := p.lastScanned
 	p.lastScanned = 0
 	return n
+}
+
+// stringAttr is item[name] when it is a string, else "".
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }
 
 // indexKey is the ExclusiveStartKey that continues a query after it.
