@@ -1,7 +1,10 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"testing"
 
 	"github.com/intentgate/intentgate/internal/store"
@@ -36,4 +39,17 @@ func EnsureTable(t testing.TB, st *store.Store) {
 			t.Errorf("test cleanup: %v", err)
 		}
 	})
+}
+
+// NamesOperation reports whether an engine request names an operation item
+// (op#...), as against the table's recorded due shard counts, for test
+// transports that lose or count "the first UpdateItem" of an operation.
+// The body is left readable for the request to be sent.
+func NamesOperation(req *http.Request) bool {
+	if req.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/auth"
+	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/gateway"
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
@@ -38,7 +39,7 @@ type lostAnswers struct {
 }
 
 func (c *lostAnswers) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !namesOperation(req) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) {
 		return c.next.Do(req)
 	}
 	c.lost.Add(1)
@@ -51,17 +52,6 @@ func (c *lostAnswers) Do(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 	}
 	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-}
-
-// namesOperation reports a request naming an operation item (op#...), as
-// against the table's recorded shard counts; the body is left readable.
-func namesOperation(req *http.Request) bool {
-	if req.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }
 
 // taskWorld is a gateway with the Tasks extension whose write path may

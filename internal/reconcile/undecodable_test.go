@@ -24,13 +24,7 @@ func TestAnUndecodableDueItemIsCountedAndTheSweepGoesOn(t *testing.T) {
 	f := newFixture(t)
 	svc := f.service(t)
 	bad := f.storedOp(t, "op-poison-0001", orderID(1), time.Minute)
-	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
-		UpdateExpression:          aws.String("SET #s = :s"),
-		ExpressionAttributeNames:  map[string]string{"#s": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "SUPERSEDED"}},
-	})
-	require.NoError(t, err)
+	f.corrupt(t, bad.Handle, "state", "SUPERSEDED")
 	f.clock.Advance(10 * time.Second)
 	good := f.storedOp(t, "op-good-0001", orderID(2), time.Minute)
 	f.clock.Advance(2 * time.Minute)
@@ -50,13 +44,7 @@ func TestAnItemWithAnAttributeOfTheWrongTypeIsCountedAndTheSweepGoesOn(t *testin
 	f := newFixture(t)
 	svc := f.service(t)
 	bad := f.storedOp(t, "op-poison-0002", orderID(1), time.Minute)
-	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
-		UpdateExpression:          aws.String("SET #v = :v"),
-		ExpressionAttributeNames:  map[string]string{"#v": "version"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "1"}},
-	})
-	require.NoError(t, err)
+	f.corrupt(t, bad.Handle, "version", "1")
 	f.clock.Advance(10 * time.Second)
 	good := f.storedOp(t, "op-good-0002", orderID(2), time.Minute)
 	f.clock.Advance(2 * time.Minute)
@@ -77,17 +65,24 @@ func TestUndecodableItemsAreBoundedPerSweep(t *testing.T) {
 	svc := f.serviceWith(t, func(c *reconcile.Config) { c.MaxParkPerInvocation = 3 })
 	for i := range 5 {
 		bad := f.storedOp(t, fmt.Sprintf("op-poison-%04d", i), orderID(i), time.Minute)
-		_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-			TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + bad.Handle}},
-			UpdateExpression:          aws.String("SET #s = :s"),
-			ExpressionAttributeNames:  map[string]string{"#s": "state"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "SUPERSEDED"}},
-		})
-		require.NoError(t, err)
+		f.corrupt(t, bad.Handle, "state", "SUPERSEDED")
 	}
 	f.clock.Advance(2 * time.Minute)
 	rep, err := svc.Sweep(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 3, rep.Errors)
 	assert.Equal(t, reconcile.StoppedMaxPark, rep.Stopped)
+}
+
+// corrupt sets an attribute of an operation's item to a string, as a hand
+// edit in the console would.
+func (f fixture) corrupt(t *testing.T, handle, attr, value string) {
+	t.Helper()
+	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}},
+		UpdateExpression:          aws.String("SET #a = :v"),
+		ExpressionAttributeNames:  map[string]string{"#a": attr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: value}},
+	})
+	require.NoError(t, err)
 }

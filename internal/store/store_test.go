@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -253,7 +252,7 @@ type lostAnswer struct {
 }
 
 func (c *lostAnswer) Do(req *http.Request) (*http.Response, error) {
-	ofOperation := writesOperation(req)
+	ofOperation := enginetest.NamesOperation(req)
 	resp, err := c.next.Do(req)
 	if err == nil && ofOperation && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".UpdateItem") && c.dropped.CompareAndSwap(false, true) {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -618,15 +617,4 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	require.Equal(t, operation.StateEscalated, escalated.State)
 	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "ESCALATED")
 	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
-}
-
-// writesOperation reports a request naming an operation item (op#...), as
-// against the table's recorded shard counts; the body is left readable.
-func writesOperation(req *http.Request) bool {
-	if req.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }

@@ -1,7 +1,6 @@
 package tools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/testclock"
@@ -112,7 +112,7 @@ type dropAnswers struct {
 }
 
 func (c *dropAnswers) Do(req *http.Request) (*http.Response, error) {
-	ofOperation := namesOperation(req)
+	ofOperation := enginetest.NamesOperation(req)
 	resp, err := c.next.Do(req)
 	if err == nil && ofOperation && strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -318,15 +318,4 @@ func TestReplayWaitingOnAReconcilerClaimedResendReturnsTheResendsOutcome(t *test
 	assert.Equal(t, operation.StateSucceeded, got.Operation.State)
 	assert.Equal(t, resent.Receipt, got.Operation.Receipt)
 	assert.Equal(t, int32(1), tool.dispatches.Load(), "one send: the claimed re-send")
-}
-
-// namesOperation reports a request naming an operation item (op#...), as
-// against the table's recorded shard counts; the body is left readable.
-func namesOperation(req *http.Request) bool {
-	if req.Body == nil {
-		return false
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }
