@@ -15,6 +15,9 @@ var (
 	// ErrHolderMissing: a business key names an operation that no longer
 	// exists (expired by TTL while the key stayed). An operator must look.
 	ErrHolderMissing = errors.New("business key held by a missing operation")
+	// ErrNotWritten: the call failed before its write was sent; nothing of
+	// it is in the table.
+	ErrNotWritten = errors.New("nothing was written")
 )
 
 // StaleError carries the operation as the engine returned it when the

@@ -131,7 +131,7 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 		return InsertResult{}, fmt.Errorf("insert: %w", operation.ErrJournalFull)
 	}
 	if err := s.recordShardCount(ctx); err != nil {
-		return InsertResult{}, fmt.Errorf("insert %s: %w", op.Handle, err)
+		return InsertResult{}, fmt.Errorf("insert %s: %w: %w", op.Handle, ErrNotWritten, err)
 	}
 	nonce, err := newNonce()
 	if err != nil {

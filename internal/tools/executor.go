@@ -250,6 +250,9 @@ func insertFailure(opID string, err error) (f *Failure, mayExist bool) {
 	switch {
 	case errors.Is(err, operation.ErrInvalid):
 		f = Fail(CodeInvalidArgument, false, nil, "the operation could not be recorded: %v", err)
+	case errors.Is(err, store.ErrNotWritten):
+		f = Fail(CodeTemporaryUnavailable, true, nil,
+			"the operation store could not be written; nothing was recorded or sent; retry with the same operation_id %q", opID)
 	case errors.Is(err, store.ErrHolderMissing):
 		f = Fail(CodeNotFound, false, nil,
 			"operation_id %q was answered with an operation that no longer exists; use a new operation_id", opID)

@@ -319,3 +319,40 @@ func TestReplayWaitingOnAReconcilerClaimedResendReturnsTheResendsOutcome(t *test
 	assert.Equal(t, resent.Receipt, got.Operation.Receipt)
 	assert.Equal(t, int32(1), tool.dispatches.Load(), "one send: the claimed re-send")
 }
+
+// refuseShardCounts refuses every connection for the request that records
+// the store's due shard count (the one before its first write).
+type refuseShardCounts struct{ next dynamodb.HTTPClient }
+
+func (c refuseShardCounts) Do(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".UpdateItem") && !enginetest.NamesOperation(req) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return c.next.Do(req)
+}
+
+// A store records its due shard count before its first write; when that
+// fails, the operation was never sent to the table, and the caller is told
+// so (not "the outcome is unknown"), so no task or poll is offered for it.
+func TestAFailureBeforeTheInsertWasSentSaysNothingWasRecorded(t *testing.T) {
+	_, st, clock := newExecutor(t, smallBudget())
+	db, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.HTTPClient = refuseShardCounts{next: o.HTTPClient} })
+	refusing, err := store.New(db, store.Config{Table: st.Table()})
+	require.NoError(t, err)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: refusing, Budget: smallBudget(), Clock: clock.Now})
+	require.NoError(t, err)
+	tool := &scripted{}
+
+	sub, err := ex.Submit(context.Background(), tool, alice, factArgs("f1", "op-not-recorded"), "")
+	var f *tools.Failure
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, tools.CodeTemporaryUnavailable, f.Code)
+	assert.True(t, f.RetryAllowed)
+	assert.Contains(t, f.Message, "nothing was recorded or sent")
+	assert.False(t, sub.MayExist)
+	_, err = st.Get(context.Background(), sub.Key.Handle())
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	assert.Equal(t, int32(0), tool.dispatches.Load())
+}
