@@ -104,13 +104,10 @@ func (r *refundTool) Companions() []tools.OperationTool {
 	}}
 }
 
-func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
-	refund := &refundTool{}
+// serveRefunds serves a gateway with the refund tool on loopback, every
+// request as fiona (finance-agent, merchant M1).
+func serveRefunds(t *testing.T, ex *tools.Executor, gate *admission.Gate, refund *refundTool) *httptest.Server {
+	t.Helper()
 	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
 	require.NoError(t, err)
 	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
@@ -120,6 +117,17 @@ func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
 	}))
 	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{}
+	srv := serveRefunds(t, ex, gate, refund)
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
@@ -208,15 +216,7 @@ func TestEachWriteInABatchPassesTheAdmissionGateLikeASingleCall(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(refund.release) }) }
 	t.Cleanup(release)
-	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund}, Gate: gate})
-	require.NoError(t, err)
-	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
-	require.NoError(t, err)
-	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
-	}))
-	t.Cleanup(srv.Close)
+	srv := serveRefunds(t, ex, gate, refund)
 
 	call := func(id int, charge string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"issue_refund","arguments":{"charge_id":%q}}}`, id, charge)

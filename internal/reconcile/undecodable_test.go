@@ -16,45 +16,35 @@ import (
 	"github.com/intentgate/intentgate/internal/reconcile"
 )
 
-// One due-index item the store cannot decode (a state a newer build wrote
-// before a rollback, or a hand edit) is counted as that operation's error
-// and logged, like any failure on one operation; the sweep goes on, so what
-// is due after it, in any shard, is still reconciled.
+// One due-index item the store cannot decode is counted as that
+// operation's error and logged, like any failure on one operation; the
+// sweep goes on, so what is due after it, in any shard, is still
+// reconciled. Either a state this build does not know (a newer build's,
+// before a rollback) or an attribute of the wrong type (a hand edit in the
+// console), which fails before the item is an operation at all: the reader
+// still knows its index keys and moves on.
 func TestAnUndecodableDueItemIsCountedAndTheSweepGoesOn(t *testing.T) {
-	f := newFixture(t)
-	svc := f.service(t)
-	bad := f.storedOp(t, "op-poison-0001", orderID(1), time.Minute)
-	f.corrupt(t, bad.Handle, "state", "SUPERSEDED")
-	f.clock.Advance(10 * time.Second)
-	good := f.storedOp(t, "op-good-0001", orderID(2), time.Minute)
-	f.clock.Advance(2 * time.Minute)
-	for sweep := range 3 {
-		f.clock.Advance(time.Minute)
-		rep, err := svc.Sweep(context.Background())
-		require.NoError(t, err, "sweep %d", sweep)
-		assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
+	for name, edit := range map[string][2]string{
+		"a state this build does not know": {"state", "SUPERSEDED"},
+		"an attribute of the wrong type":   {"version", "1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			svc := f.service(t)
+			bad := f.storedOp(t, "op-poison-0001", orderID(1), time.Minute)
+			f.corrupt(t, bad.Handle, edit[0], edit[1])
+			f.clock.Advance(10 * time.Second)
+			good := f.storedOp(t, "op-good-0001", orderID(2), time.Minute)
+			f.clock.Advance(2 * time.Minute)
+			for sweep := range 3 {
+				f.clock.Advance(time.Minute)
+				rep, err := svc.Sweep(context.Background())
+				require.NoError(t, err, "sweep %d", sweep)
+				assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
+			}
+			assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was handled")
+		})
 	}
-	assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was never expired")
-}
-
-// The same for an attribute of the wrong type (a hand edit in the console
-// typing "version" as a string), which fails before the item is an
-// operation at all: the reader still knows its index keys and moves on.
-func TestAnItemWithAnAttributeOfTheWrongTypeIsCountedAndTheSweepGoesOn(t *testing.T) {
-	f := newFixture(t)
-	svc := f.service(t)
-	bad := f.storedOp(t, "op-poison-0002", orderID(1), time.Minute)
-	f.corrupt(t, bad.Handle, "version", "1")
-	f.clock.Advance(10 * time.Second)
-	good := f.storedOp(t, "op-good-0002", orderID(2), time.Minute)
-	f.clock.Advance(2 * time.Minute)
-	for sweep := range 2 {
-		f.clock.Advance(time.Minute)
-		rep, err := svc.Sweep(context.Background())
-		require.NoError(t, err, "sweep %d", sweep)
-		assert.Equal(t, 1, rep.Errors, "sweep %d: the undecodable item is the one error", sweep)
-	}
-	assert.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State, "the good operation's lost lease was handled")
 }
 
 // Undecodable items are bounded per sweep like parked ones: a rollback

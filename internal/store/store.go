@@ -339,8 +339,7 @@ func (s *Store) followBinding(ctx context.Context, b bindingItem) (operation.Ope
 }
 
 func isBinding(item map[string]types.AttributeValue) bool {
-	k, ok := item["kind"].(*types.AttributeValueMemberS)
-	return ok && k.Value == kindBinding
+	return stringAttr(item, "kind") == kindBinding
 }
 
 // classifyExisting decides between our own earlier write (an SDK retry of
