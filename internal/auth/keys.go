@@ -18,6 +18,10 @@ import (
 // minRSABits refuses RSA keys too short to trust, should a JWKS publish one.
 const minRSABits = 2048
 
+// refreshTimeout bounds a forced JWKS refresh, which runs apart from the
+// request that forced it (keyRefresher.do).
+const refreshTimeout = 10 * time.Second
+
 func isSignatureError(err error) bool {
 	return errors.Is(err, jws.VerifyError()) || errors.Is(err, jws.VerificationError())
 }
@@ -109,7 +113,7 @@ func publicKeyFor(key jwk.Key, alg string) (any, error) {
 
 // keyRefresher lets at most one forced refresh run at a time and at most one
 // start per minInterval. Callers arriving while one runs wait for its result
-// instead of starting another. Inside the interval a caller gets the last
+// (or until their own context ends) instead of starting another. Inside the interval a caller gets the last
 // refresh's error if it failed (the issuer is still presumed down), else
 // errRefreshRateLimited (the JWKS was current a moment ago).
 type keyRefresher struct {
@@ -153,12 +157,31 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 	r.last = time.Now()
 	r.mu.Unlock()
 
-	call.set, call.err = fetch(ctx)
+	// The fetch answers every caller waiting on it, and its error stands
+	// for the issuer for the next minInterval, so it must not end with the
+	// caller that happened to start it: anyone can send a made-up kid and
+	// hang up, and that cancellation would otherwise be remembered as an
+	// issuer outage, refusing every rotated-in key meanwhile. It keeps
+	// ctx's values (the trace) and is bounded by refreshTimeout instead.
+	go r.run(context.WithoutCancel(ctx), call, fetch)
+	select {
+	case <-call.done:
+		return call.set, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run performs one refresh for call and records its outcome.
+func (r *keyRefresher) run(ctx context.Context, call *refreshCall, fetch func(context.Context) (jwk.Set, error)) {
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
+	set, err := fetch(ctx)
 
 	r.mu.Lock()
+	call.set, call.err = set, err
 	r.inflight = nil
-	r.lastErr = call.err
+	r.lastErr = err
 	r.mu.Unlock()
 	close(call.done)
-	return call.set, call.err
 }
