@@ -26,7 +26,7 @@ func isSignatureError(err error) bool {
 	return errors.Is(err, jws.VerifyError()) || errors.Is(err, jws.VerificationError())
 }
 
-// keyFor returns the public key for kid, checked fit for alg. An unknown kid
+// keyFor returns the public key for kid fit for alg. An unknown kid
 // forces one JWKS refresh (rate limited) so rotated-in keys are picked up
 // before the background refresh would find them.
 func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
@@ -37,26 +37,48 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 		}
 	}
-	key, ok := set.LookupKeyID(kid)
-	if !ok {
+	keys := keysWithID(set, kid)
+	if len(keys) == 0 {
 		refreshed, rerr := v.refresh.do(ctx, v.forceRefresh)
 		if rerr == nil && refreshed != nil {
-			key, ok = refreshed.LookupKeyID(kid)
+			keys = keysWithID(refreshed, kid)
 		}
-		if !ok && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
+		if len(keys) == 0 && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
 			// The issuer could not be asked: the kid may be a rotated-in key
 			// we have not seen, so the token can not be judged (503, not 401).
 			return nil, fmt.Errorf("%w: kid %q not cached: %w", ErrKeysUnavailable, kid, rerr)
 		}
-		if !ok {
+		if len(keys) == 0 {
 			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %q is not in the JWKS", kid), rerr))
 		}
 	}
-	pub, err := publicKeyFor(key, alg)
-	if err != nil {
-		return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, err))
+	// Keys of different types may share a kid as equivalent alternatives
+	// (RFC 7517 §4.5), so the first key with the kid is not necessarily
+	// the one for alg: the first that fits it is.
+	var errs []error
+	for _, key := range keys {
+		pub, err := publicKeyFor(key, alg)
+		if err == nil {
+			return pub, nil
+		}
+		errs = append(errs, err)
 	}
-	return pub, nil
+	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, errors.Join(errs...)))
+}
+
+// keysWithID returns the keys of set whose kid is kid, in set order.
+func keysWithID(set jwk.Set, kid string) []jwk.Key {
+	var keys []jwk.Key
+	for i := range set.Len() {
+		key, ok := set.Key(i)
+		if !ok {
+			continue
+		}
+		if id, ok := key.KeyID(); ok && id == kid {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 func (v *Verifier) forceRefresh(ctx context.Context) (jwk.Set, error) {

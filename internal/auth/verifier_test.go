@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -361,4 +362,41 @@ func TestAnUnknownKidRequestThatGivesUpDoesNotStopRotatedKeysBeingFetched(t *tes
 
 	_, err = v.Verify(context.Background(), mint(t, testIssuer{Issuer: iss}, goodClaims(), issuer.WithAlgorithm(issuer.ES256)))
 	assert.NoError(t, err, "a token of the rotated-in key, the issuer up all along")
+}
+
+func TestAKidSharedByAnRSAAndAnECKeyVerifiesBothAlgorithms(t *testing.T) {
+	// RFC 7517 §4.5: keys of different types may share a kid as equivalent
+	// alternatives. The kid alone then does not pick the key; the token's
+	// algorithm does.
+	iss, err := issuer.New("http://issuer.invalid")
+	require.NoError(t, err)
+	rsaKid := iss.KeyID(issuer.RS256)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		set, err := iss.PublicJWKS()
+		require.NoError(t, err)
+		raw, err := json.Marshal(set)
+		require.NoError(t, err)
+		var doc struct {
+			Keys []map[string]any `json:"keys"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		for _, k := range doc.Keys {
+			k["kid"] = rsaKid
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(doc)
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := auth.NewVerifier(ctx, auth.VerifierConfig{JWKSURL: srv.URL + issuer.JWKSPath, Issuer: iss.URL(), Audience: resource})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Close(context.Background()) })
+
+	for _, alg := range []string{issuer.RS256, issuer.ES256} {
+		tok, err := iss.Mint(goodClaims(), issuer.WithAlgorithm(alg), issuer.WithKeyID(rsaKid))
+		require.NoError(t, err)
+		_, err = v.Verify(context.Background(), tok)
+		assert.NoError(t, err, alg)
+	}
 }
