@@ -18,11 +18,15 @@ import (
 // minRSABits refuses RSA keys too short to trust, should a JWKS publish one.
 const minRSABits = 2048
 
+// refreshTimeout bounds a forced JWKS refresh, which runs apart from the
+// request that forced it (keyRefresher.do).
+const refreshTimeout = 10 * time.Second
+
 func isSignatureError(err error) bool {
 	return errors.Is(err, jws.VerifyError()) || errors.Is(err, jws.VerificationError())
 }
 
-// keyFor returns the public key for kid, checked fit for alg. An unknown kid
+// keyFor returns the public key for kid fit for alg. An unknown kid
 // forces one JWKS refresh (rate limited) so rotated-in keys are picked up
 // before the background refresh would find them.
 func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
@@ -33,26 +37,48 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 		}
 	}
-	key, ok := set.LookupKeyID(kid)
-	if !ok {
+	keys := keysWithID(set, kid)
+	if len(keys) == 0 {
 		refreshed, rerr := v.refresh.do(ctx, v.forceRefresh)
 		if rerr == nil && refreshed != nil {
-			key, ok = refreshed.LookupKeyID(kid)
+			keys = keysWithID(refreshed, kid)
 		}
-		if !ok && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
+		if len(keys) == 0 && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
 			// The issuer could not be asked: the kid may be a rotated-in key
 			// we have not seen, so the token can not be judged (503, not 401).
 			return nil, fmt.Errorf("%w: kid %q not cached: %w", ErrKeysUnavailable, kid, rerr)
 		}
-		if !ok {
+		if len(keys) == 0 {
 			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %q is not in the JWKS", kid), rerr))
 		}
 	}
-	pub, err := publicKeyFor(key, alg)
-	if err != nil {
-		return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, err))
+	// Keys of different types may share a kid as equivalent alternatives
+	// (RFC 7517 §4.5), so the first key with the kid is not necessarily
+	// the one for alg: the first that fits it is.
+	var errs []error
+	for _, key := range keys {
+		pub, err := publicKeyFor(key, alg)
+		if err == nil {
+			return pub, nil
+		}
+		errs = append(errs, err)
 	}
-	return pub, nil
+	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, errors.Join(errs...)))
+}
+
+// keysWithID returns the keys of set whose kid is kid, in set order.
+func keysWithID(set jwk.Set, kid string) []jwk.Key {
+	var keys []jwk.Key
+	for i := range set.Len() {
+		key, ok := set.Key(i)
+		if !ok {
+			continue
+		}
+		if id, ok := key.KeyID(); ok && id == kid {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 func (v *Verifier) forceRefresh(ctx context.Context) (jwk.Set, error) {
@@ -109,7 +135,7 @@ func publicKeyFor(key jwk.Key, alg string) (any, error) {
 
 // keyRefresher lets at most one forced refresh run at a time and at most one
 // start per minInterval. Callers arriving while one runs wait for its result
-// instead of starting another. Inside the interval a caller gets the last
+// (or until their own context ends) instead of starting another. Inside the interval a caller gets the last
 // refresh's error if it failed (the issuer is still presumed down), else
 // errRefreshRateLimited (the JWKS was current a moment ago).
 type keyRefresher struct {
@@ -153,12 +179,31 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 	r.last = time.Now()
 	r.mu.Unlock()
 
-	call.set, call.err = fetch(ctx)
+	// The fetch answers every caller waiting on it, and its error stands
+	// for the issuer for the next minInterval, so it must not end with the
+	// caller that happened to start it: anyone can send a made-up kid and
+	// hang up, and that cancellation would otherwise be remembered as an
+	// issuer outage, refusing every rotated-in key meanwhile. It keeps
+	// ctx's values (the trace) and is bounded by refreshTimeout instead.
+	go r.run(context.WithoutCancel(ctx), call, fetch)
+	select {
+	case <-call.done:
+		return call.set, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run performs one refresh for call and records its outcome.
+func (r *keyRefresher) run(ctx context.Context, call *refreshCall, fetch func(context.Context) (jwk.Set, error)) {
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
+	set, err := fetch(ctx)
 
 	r.mu.Lock()
+	call.set, call.err = set, err
 	r.inflight = nil
-	r.lastErr = call.err
+	r.lastErr = err
 	r.mu.Unlock()
 	close(call.done)
-	return call.set, call.err
 }

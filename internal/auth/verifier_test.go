@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -303,4 +304,99 @@ func TestUnknownKidRefreshIsRateLimited(t *testing.T) {
 		assert.Equal(t, auth.ReasonUnknownKey, te.Reason)
 	}
 	assert.Equal(t, fetchesBefore+1, iss.jwksFetches.Load(), "unknown kids force at most one fetch per interval")
+}
+
+func TestAnUnknownKidRequestThatGivesUpDoesNotStopRotatedKeysBeingFetched(t *testing.T) {
+	// An issuer whose JWKS answers can be held, to hang up mid-fetch.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	iss, err := issuer.New("http://" + ln.Addr().String())
+	require.NoError(t, err)
+	var (
+		mu      sync.Mutex
+		hold    chan struct{} // closed to release a held JWKS answer
+		arrived = make(chan struct{}, 1)
+	)
+	h := iss.Handler()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		held := hold
+		mu.Unlock()
+		if r.URL.Path == issuer.JWKSPath && held != nil {
+			arrived <- struct{}{}
+			<-held
+		}
+		h.ServeHTTP(w, r)
+	}))
+	_ = srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	v := newVerifier(t, testIssuer{Issuer: iss}) // default MinRefreshInterval 30s
+
+	require.NoError(t, iss.Rotate())
+	foreign, err := issuer.New(iss.URL())
+	require.NoError(t, err)
+	garbage, err := foreign.Mint(goodClaims())
+	require.NoError(t, err)
+	release := make(chan struct{})
+	mu.Lock()
+	hold = release
+	mu.Unlock()
+
+	// Anyone can send a token with a made-up kid and hang up while the
+	// refresh it forced is under way: that refresh is the issuer's answer
+	// for everyone, so it must not end with the caller, or its
+	// cancellation is remembered as an issuer outage for the interval and
+	// every token of a rotated-in key is refused meanwhile.
+	gaveUp, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := v.Verify(gaveUp, garbage); done <- err }()
+	<-arrived
+	cancel()
+	require.Error(t, <-done)
+	mu.Lock()
+	hold = nil
+	mu.Unlock()
+	close(release)
+
+	_, err = v.Verify(context.Background(), mint(t, testIssuer{Issuer: iss}, goodClaims(), issuer.WithAlgorithm(issuer.ES256)))
+	assert.NoError(t, err, "a token of the rotated-in key, the issuer up all along")
+}
+
+func TestAKidSharedByAnRSAAndAnECKeyVerifiesBothAlgorithms(t *testing.T) {
+	// RFC 7517 §4.5: keys of different types may share a kid as equivalent
+	// alternatives. The kid alone then does not pick the key; the token's
+	// algorithm does.
+	iss, err := issuer.New("http://issuer.invalid")
+	require.NoError(t, err)
+	rsaKid := iss.KeyID(issuer.RS256)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		set, err := iss.PublicJWKS()
+		require.NoError(t, err)
+		raw, err := json.Marshal(set)
+		require.NoError(t, err)
+		var doc struct {
+			Keys []map[string]any `json:"keys"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		for _, k := range doc.Keys {
+			k["kid"] = rsaKid
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(doc)
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := auth.NewVerifier(ctx, auth.VerifierConfig{JWKSURL: srv.URL + issuer.JWKSPath, Issuer: iss.URL(), Audience: resource})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Close(context.Background()) })
+
+	for _, alg := range []string{issuer.RS256, issuer.ES256} {
+		tok, err := iss.Mint(goodClaims(), issuer.WithAlgorithm(alg), issuer.WithKeyID(rsaKid))
+		require.NoError(t, err)
+		_, err = v.Verify(context.Background(), tok)
+		assert.NoError(t, err, alg)
+	}
 }
