@@ -135,9 +135,10 @@ func publicKeyFor(key jwk.Key, alg string) (any, error) {
 
 // keyRefresher lets at most one forced refresh run at a time and at most one
 // start per minInterval. Callers arriving while one runs wait for its result
-// (or until their own context ends) instead of starting another. Inside the interval a caller gets the last
-// refresh's error if it failed (the issuer is still presumed down), else
-// errRefreshRateLimited (the JWKS was current a moment ago).
+// (or until their own context ends) instead of starting another. Inside the
+// interval a caller gets the last refresh's error if it failed (the issuer is
+// still presumed down), else errRefreshRateLimited (the JWKS was current a
+// moment ago).
 type keyRefresher struct {
 	minInterval time.Duration
 
