@@ -330,3 +330,42 @@ func BenchmarkGateAcquireRelease(b *testing.B) {
 		})
 	})
 }
+
+// The doc promises that a freed slot goes to the longest-waiting caller:
+// a newcomer arriving just as a slot frees must queue behind it, and
+// queued callers are served in arrival order.
+func TestAFreedSlotGoesToTheLongestWaitingCallerNotANewcomer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGate(t, GateConfig{MaxInFlight: 1, MaxQueue: 3, MaxWait: time.Minute})
+		release, err := g.Acquire(context.Background())
+		require.NoError(t, err)
+
+		var order []string
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		enter := func(name string) {
+			wg.Go(func() {
+				rel, err := g.Acquire(context.Background())
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				rel()
+			})
+			synctest.Wait() // queued before the next arrives
+		}
+		enter("first")
+		enter("second")
+		release()
+		rel, err := g.Acquire(context.Background()) // the newcomer, as the slot frees
+		require.NoError(t, err)
+		mu.Lock()
+		got := append([]string(nil), order...)
+		mu.Unlock()
+		assert.Equal(t, []string{"first", "second"}, got, "both queued callers were served before the newcomer")
+		rel()
+		wg.Wait()
+	})
+}

@@ -216,10 +216,14 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	if overloaded != nil {
 		return tools.Submission{}, overloaded
 	}
-	sub, err := g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
-	// A replay waiting for the first attempt uses no downstream capacity:
-	// it waits outside the gate.
-	done()
+	// Released when Submit returns, so a replay waiting for the first
+	// attempt (below) uses no downstream capacity; deferred, because the
+	// MCP server recovers a panic in a tool and keeps serving, and a slot
+	// kept by one would be lost to this instance for good.
+	sub, err := func() (tools.Submission, error) {
+		defer done()
+		return g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
+	}()
 	if sub.Operation.Handle == "" {
 		if sub.Key != (operation.RequestKey{}) {
 			// Refused once the key was formed: the record names that key

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -37,7 +38,7 @@ func CanRequestRiskReview(ctx context.Context, orders Orders, merchantID, orderI
 		return deny("token carries no merchant"), nil
 	}
 	order, err := orders.GetOrder(ctx, orderID)
-	if provider.ClassOf(err) == provider.ClassNotFound || provider.ClassOf(err) == provider.ClassRejected {
+	if provider.ClassOf(err) == provider.ClassNotFound || (provider.ClassOf(err) == provider.ClassRejected && !credentialsRefused(err)) {
 		return deny("order not found"), nil
 	}
 	if err != nil {
@@ -123,4 +124,12 @@ func CanResolve(roles []string) Decision {
 		return allow("operator")
 	}
 	return deny("caller is not an operator")
+}
+
+// credentialsRefused reports a refusal of this service's own key (401, or
+// 403 as API Gateway answers a missing or revoked API key): it says
+// nothing about the order, so the owner is unknown, not absent.
+func credentialsRefused(err error) bool {
+	var perr *provider.Error
+	return errors.As(err, &perr) && (perr.StatusCode == http.StatusUnauthorized || perr.StatusCode == http.StatusForbidden)
 }

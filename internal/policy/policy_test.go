@@ -91,3 +91,29 @@ func TestCanApproveRolloutNeedsAGrantedDeployerOrAnOperator(t *testing.T) {
 		})
 	}
 }
+
+type refusing struct {
+	status int
+	code   string
+}
+
+func (r refusing) GetOrder(context.Context, string) (provider.Order, error) {
+	return provider.Order{}, &provider.Error{Class: provider.ClassRejected, Op: provider.OpGetOrder, StatusCode: r.status, Code: r.code}
+}
+
+// A 401 or 403 on the owner lookup refuses this service's own key (rotated,
+// revoked): it says nothing about the order or the merchant, so it must not
+// be answered as "order not found" (FORBIDDEN, retry_allowed false), which
+// would tell every agent its permission is missing for good.
+func TestOurOwnKeyRefusedOnTheOwnerLookupIsAnErrorNotADeny(t *testing.T) {
+	for _, status := range []int{401, 403} {
+		d, err := policy.CanRequestRiskReview(context.Background(), refusing{status, "unauthorized"}, "M1", "O20260728001")
+		require.Error(t, err, "status %d", status)
+		assert.False(t, d.Allow)
+	}
+	for _, r := range []refusing{{0, provider.CodeInvalidInput}, {400, "invalid_request"}} {
+		d, err := policy.CanRequestRiskReview(context.Background(), r, "M1", "..")
+		require.NoError(t, err, "an order id refused as malformed is the caller's, and denied")
+		assert.False(t, d.Allow)
+	}
+}

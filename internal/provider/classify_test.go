@@ -269,3 +269,17 @@ func TestClassOf(t *testing.T) {
 	wrapped := fmt.Errorf("submit: %w", &provider.Error{Class: provider.ClassRejected, Op: "x"})
 	assert.Equal(t, provider.ClassRejected, provider.ClassOf(wrapped))
 }
+
+func TestLookupAnsweringWithReviewsOfOtherKeysProvesNoAbsence(t *testing.T) {
+	// The lookup is filtered by request_key, so every review in the answer
+	// must carry it. Reviews under other keys mean the provider did not
+	// apply the filter (a renamed or ignored parameter answers with a page
+	// of all reviews): ours may be on another page, so zero matches in it
+	// is not the authoritative absence the reconciler would act on.
+	other := `{"review_id":"rv-7","order_id":"O1","review_type":"fraud","request_key":"op-other","status":"OPEN","created_at":"2026-07-28T10:31:12Z"}`
+	url, _ := fakeProvider(t, http.StatusOK, `{"reviews":[`+other+`],"next_page":"2"}`)
+	_, found, err := riskClient(t, url, 2, time.Second).FindReviewByRequestKey(context.Background(), "op-1")
+	assert.False(t, found)
+	perr := providertest.RequireClass(t, provider.ClassUnknown, err)
+	assert.Equal(t, provider.CodeResponseMismatch, perr.Code)
+}

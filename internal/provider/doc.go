@@ -38,6 +38,8 @@
 //     provider authoritatively says the object does not exist. For lookups
 //     by request key the authoritative absence is instead a successful empty
 //     answer: FindReviewByRequestKey returns found=false with a nil error.
+//     An answer holding a review under another key is no such absence (the
+//     filter was not applied): ClassUnknown, "response_mismatch".
 //
 // ClassOf(nil) is ClassNone; ClassOf of an error that is not a *Error is
 // ClassUnknown, the only safe default.
@@ -52,7 +54,9 @@
 // SearchResult.Covers(t) holds for t = the latest instant the create could
 // have committed (the attempt's deadline plus a settle margin for clock skew
 // and server-side processing that outlives the client). Anything else is
-// verification_inconclusive. More than one match is an incident.
+// verification_inconclusive. More than one match is an incident. Tickets the
+// search returns for other targets are dropped and make the answer
+// incomplete: the provider did not match as asked, so its zero proves nothing.
 //
 // # Requests
 //

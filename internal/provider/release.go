@@ -69,8 +69,9 @@ type SearchResult struct {
 	// Tickets exactly matching the target that the index already holds.
 	Tickets []Ticket
 	// Complete is false when the provider withheld tickets (e.g. ones the
-	// caller may not see): then no answer, not even a match count, is
-	// authoritative.
+	// caller may not see), or answered with tickets for other targets (it
+	// did not match as we asked, so ours may be missing from the answer):
+	// then no answer, not even a match count, is authoritative.
 	Complete bool
 	// IndexedThrough is the watermark: every ticket created at or before it
 	// is in the index.
@@ -197,7 +198,10 @@ func (c *ReleaseClient) GetTicket(ctx context.Context, ticketID string) (Ticket,
 // SearchTickets searches for tickets with exactly this target. The answer
 // is only as good as its watermark: check Covers before trusting a zero.
 // Tickets the provider returns for other targets are dropped, so a fuzzy
-// search never counts as a match.
+// search never counts as a match, and they make the answer incomplete: a
+// provider that matched otherwise than asked (an ignored filter answering
+// with a page of everything, its own normalisation of the values) may have
+// left ours out, so its zero must not prove absence either.
 func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) (SearchResult, error) {
 	const op = OpSearchTickets
 	if err := validTarget(op, target); err != nil {
@@ -224,6 +228,8 @@ func (c *ReleaseClient) SearchTickets(ctx context.Context, target TicketTarget) 
 		}
 		if w.ticket().Target() == target {
 			result.Tickets = append(result.Tickets, w.ticket())
+		} else {
+			result.Complete = false
 		}
 	}
 	return result, nil

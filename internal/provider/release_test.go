@@ -105,3 +105,21 @@ func TestTicketPathIsEscaped(t *testing.T) {
 	perr = providertest.RequireClass(t, provider.ClassRejected, err)
 	assert.Equal(t, provider.CodeInvalidInput, perr.Code)
 }
+
+func TestSearchAnsweringWithTicketsTheFilterExcludesProvesNoAbsence(t *testing.T) {
+	// The search filters exactly by service, commit and environment. An
+	// answer holding tickets for other targets shows the provider matched
+	// differently (an ignored filter answering with a page of everything,
+	// or its own normalisation of the values): the exact ticket may be
+	// elsewhere, so dropping the others must not leave a zero that proves
+	// absence, however complete and recent the watermark.
+	body := `{"tickets":[` +
+		`{"ticket_id":"ticket-9","service":"orders-api","commit":"0a1b2c3","environment":"staging","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}` +
+		`],"indexed_through":"2026-08-13T10:52:00Z","complete":true}`
+	url, _ := fakeProvider(t, http.StatusOK, body)
+	result, err := releaseClient(t, url, time.Second).SearchTickets(context.Background(), ticket.Target())
+	require.NoError(t, err)
+	assert.Empty(t, result.Tickets, "a ticket for another target is never a match")
+	assert.False(t, result.Covers(time.Date(2026, 8, 13, 10, 51, 30, 0, time.UTC)),
+		"a zero from a search that did not apply our filter proves nothing")
+}

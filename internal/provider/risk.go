@@ -140,13 +140,17 @@ func (c *RiskClient) FindReviewByRequestKey(ctx context.Context, requestKey stri
 	if body.Reviews == nil {
 		return Review{}, false, mismatch(op, http.StatusOK, "reviews field is missing")
 	}
-	var matches []reviewWire
-	for _, w := range *body.Reviews {
+	matches := *body.Reviews
+	for _, w := range matches {
 		if !w.complete() {
 			return Review{}, false, mismatch(op, http.StatusOK, "review is missing required fields")
 		}
-		if w.RequestKey == requestKey {
-			matches = append(matches, w)
+		// The answer is filtered by request key. A review under another key
+		// means the filter was not applied (an ignored or renamed parameter
+		// answers with a page of all reviews), so a zero here would be no
+		// proof that ours is absent.
+		if w.RequestKey != requestKey {
+			return Review{}, false, mismatch(op, http.StatusOK, "review %s has another request key: the lookup was not filtered by ours", w.ReviewID)
 		}
 	}
 	switch len(matches) {

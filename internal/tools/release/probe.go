@@ -93,7 +93,7 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 	}
 	switch {
 	case !found.Complete:
-		parts = append(parts, "inconclusive: results hidden")
+		parts = append(parts, "inconclusive: results hidden or not filtered as asked")
 	case !covered:
 		parts = append(parts, "inconclusive: index lags dispatch (needs "+coverBy.UTC().Format(time.RFC3339Nano)+")")
 	case !bounded && len(res.Matches) == 0:
