@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/intentgate/intentgate/internal/admission"
@@ -126,14 +125,7 @@ func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 	}
 	db := opts.DynamoDB
 	if db == nil {
-		db = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			if cfg.DynamoDBEndpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-			}
-			// See store/httpbody.go: without it a write that took effect can
-			// come back refused after the SDK's retry.
-			o.HTTPClient = store.ClosedBodySafeHTTPClient(o.HTTPClient)
-		})
+		db = dynamodb.NewFromConfig(awsCfg, store.ClientOptions(cfg.DynamoDBEndpoint))
 	}
 	if a.Store, err = store.New(db, store.Config{Table: cfg.Table, Retention: cfg.Retention, DueShards: cfg.DueShards, SweptDueShards: cfg.SweptDueShards}); err != nil {
 		return nil, fmt.Errorf("app: %w", err)

@@ -177,10 +177,9 @@ func (c *cell) dynamo(ctx context.Context, role string, wrap func(dynamoHTTPClie
 	if err != nil {
 		return nil, fmt.Errorf("chaos: aws config: %w", err)
 	}
-	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(c.endpoint)
+	return dynamodb.NewFromConfig(awsCfg, store.ClientOptions(c.endpoint), func(o *dynamodb.Options) {
 		o.Logger = logging.Nop{} // injected faults make the SDK warn on every withheld body
-		next := store.ClosedBodySafeHTTPClient(o.HTTPClient)
+		next := o.HTTPClient
 		if c.meter != nil {
 			next = c.meter.wrap(role, next)
 		}

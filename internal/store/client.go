@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -136,12 +138,27 @@ func NewClient(ctx context.Context, cc ClientConfig) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if cc.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cc.Endpoint)
+	return dynamodb.NewFromConfig(cfg, ClientOptions(cc.Endpoint)), nil
+}
+
+// ClientOptions are the settings of every DynamoDB client of ours: the
+// engine's endpoint when it is not AWS's (empty: AWS's), the HTTP client
+// that keeps a retried write's body whole, and the retries.
+func ClientOptions(endpoint string) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
 		}
 		// See httpbody.go: without it a write that took effect can come
 		// back refused after the SDK's retry.
 		o.HTTPClient = ClosedBodySafeHTTPClient(o.HTTPClient)
-	}), nil
+		// Stated here, not left to the linked client version: what the
+		// SDK's DynamoDB client defaults to from v1.74 on (4 attempts, a
+		// 25 ms base backoff). go.mod pins an earlier client, whose
+		// serializers cost no package init (docs/deploy.md, Cold start).
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 4
+			so.BaseDelay = 25 * time.Millisecond
+		})
+	}
 }

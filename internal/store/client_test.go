@@ -8,7 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,4 +130,27 @@ func TestAWSConfigTrustsTheCABundleOfTheEnvironment(t *testing.T) {
 	t.Setenv(store.EnvCABundle, filepath.Join(t.TempDir(), "missing.pem"))
 	_, err = store.LoadAWSConfig(context.Background(), store.ClientConfig{Endpoint: srv.URL})
 	assert.ErrorContains(t, err, store.EnvCABundle)
+}
+
+// How often a DynamoDB call is tried is stated by us, not left to the
+// linked client version's defaults: 4 attempts, as the SDK's DynamoDB
+// client does from v1.74 on (go.mod pins an earlier one; docs/deploy.md,
+// Cold start).
+func TestDynamoDBCallsAreTriedFourTimesBeforeTheErrorIsReturned(t *testing.T) {
+	var attempts atomic.Int32
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"try again"}`)
+	}))
+	t.Cleanup(engine.Close)
+	c, err := store.NewClient(context.Background(), store.ClientConfig{Endpoint: engine.URL})
+	require.NoError(t, err)
+	_, err = c.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("t"),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}},
+	})
+	require.Error(t, err)
+	assert.EqualValues(t, 4, attempts.Load())
 }
