@@ -135,6 +135,15 @@ func TestNewRejectsBadToolDefinitions(t *testing.T) {
 			t.InputSchema = json.RawMessage(`{"type":"string"}`)
 		})}, `"type": "object"`},
 		{"missing output schema", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.OutputSchema = nil })}, "output schema: schema is empty"},
+		{"output schema not an object", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.OutputSchema = json.RawMessage(`{"type":"array"}`)
+		})}, `output schema: schema root must have "type": "object" (got "array")`},
+		{"output schema without a type", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.OutputSchema = json.RawMessage(`{"properties":{}}`)
+		})}, `output schema: schema root must have "type": "object" (got "")`},
+		{"output schema not JSON", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) {
+			t.OutputSchema = json.RawMessage(`{"type":"object",`)
+		})}, "output schema: parsing schema"},
 		{"bad tool name", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = "has space" })}, "must be 1-128 characters"},
 		{"tool name too long", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Name = strings.Repeat("a", 129) })}, "must be 1-128 characters"},
 		{"nil handler", Config{Name: "n", Version: "v"}, []Tool{mutate(func(t *Tool) { t.Handler = nil })}, "nil handler"},

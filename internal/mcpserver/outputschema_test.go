@@ -92,3 +92,28 @@ func TestAnOutputSchemaThatPointsAtItsRootIsRefused(t *testing.T) {
 		assert.ErrorContains(t, err, name, name)
 	}
 }
+
+// A tool schema's dialect ("$schema") moves to the advertised union's root,
+// where validators read it; nested, it would be ignored or refused.
+func TestAnOutputSchemasDialectIsTheAdvertisedSchemasRoot(t *testing.T) {
+	const dialect = "https://json-schema.org/draft/2020-12/schema"
+	own := `{"$schema":"` + dialect + `","type":"object","properties":{"a":{"type":"string"}}}`
+	got, err := advertisedOutputSchema(json.RawMessage(own), json.RawMessage(`{"type":"object"}`))
+	require.NoError(t, err)
+	var union struct {
+		Schema string           `json:"$schema"`
+		Type   string           `json:"type"`
+		AnyOf  []map[string]any `json:"anyOf"`
+	}
+	require.NoError(t, json.Unmarshal(got, &union), "%s", got)
+	assert.Equal(t, dialect, union.Schema)
+	assert.Equal(t, "object", union.Type)
+	require.Len(t, union.AnyOf, 2)
+	assert.NotContains(t, union.AnyOf[0], "$schema")
+	assert.Equal(t, map[string]any{"a": map[string]any{"type": "string"}}, union.AnyOf[0]["properties"])
+	assert.Equal(t, map[string]any{"type": "object"}, union.AnyOf[1])
+
+	withoutDialect, err := advertisedOutputSchema(json.RawMessage(`{"type":"object"}`), json.RawMessage(`{"type":"object"}`))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"anyOf":[{"type":"object"},{"type":"object"}],"type":"object"}`, string(withoutDialect))
+}

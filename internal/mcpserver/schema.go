@@ -44,30 +44,45 @@ func compileObjectSchema(raw json.RawMessage, closed bool) (*compiledSchema, err
 	return &compiledSchema{raw: raw, schema: &s, resolved: resolved}, nil
 }
 
-// checkObjectRoot checks, without resolving it, that raw is a JSON object
-// whose "type" is "object" and, when closed is set, whose
-// "additionalProperties" is false: the shape compileObjectSchema requires,
-// at a fraction of its cost.
-func checkObjectRoot(raw json.RawMessage, closed bool) error {
+// checkClosedObjectRoot checks, without resolving it, that raw is a JSON
+// object whose "type" is "object" and whose "additionalProperties" is
+// false: the shape compileObjectSchema requires of an input schema, at a
+// fraction of its cost.
+func checkClosedObjectRoot(raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return fmt.Errorf("schema is empty")
 	}
 	var root struct {
-		Type                 any              `json:"type"`
+		Type                 json.RawMessage  `json:"type"`
 		AdditionalProperties *json.RawMessage `json:"additionalProperties"`
 	}
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return fmt.Errorf("parsing schema: %w", err)
 	}
-	if typ, _ := root.Type.(string); typ != "object" {
+	if err := checkObjectType(root.Type); err != nil {
+		return err
+	}
+	if root.AdditionalProperties == nil || !isFalseSchemaJSON(*root.AdditionalProperties) {
+		return fmt.Errorf(`schema root must have "additionalProperties": false`)
+	}
+	return nil
+}
+
+// checkObjectType requires a schema root's "type" (raw JSON, nil when
+// absent) to be "object".
+func checkObjectType(typ json.RawMessage) error {
+	var v any
+	if len(typ) > 0 {
+		if err := json.Unmarshal(typ, &v); err != nil {
+			return fmt.Errorf("parsing schema type: %w", err)
+		}
+	}
+	if s, _ := v.(string); s != "object" {
 		got := ""
-		if root.Type != nil {
-			got = fmt.Sprint(root.Type)
+		if v != nil {
+			got = fmt.Sprint(v)
 		}
 		return fmt.Errorf(`schema root must have "type": "object" (got %q)`, got)
-	}
-	if closed && (root.AdditionalProperties == nil || !isFalseSchemaJSON(*root.AdditionalProperties)) {
-		return fmt.Errorf(`schema root must have "additionalProperties": false`)
 	}
 	return nil
 }
@@ -115,9 +130,18 @@ func (c *compiledSchema) validateJSON(data []byte) (any, error) {
 // The tool's schema is nested, so it must not point at its own root
 // ("$ref", "$defs", "$id" would resolve against the union instead).
 func advertisedOutputSchema(own, envelope json.RawMessage) (json.RawMessage, error) {
+	if len(own) == 0 {
+		return nil, fmt.Errorf("schema is empty")
+	}
+	// One parse of the root: at start every byte of every schema is read by
+	// the SDK twice more, so this reads it once and writes the union around
+	// it instead of encoding it again.
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(own, &doc); err != nil {
 		return nil, fmt.Errorf("parsing schema: %w", err)
+	}
+	if err := checkObjectType(doc["type"]); err != nil {
+		return nil, err
 	}
 	for _, k := range []string{"$defs", "definitions", "$id", "$anchor"} {
 		if _, ok := doc[k]; ok {
@@ -127,20 +151,24 @@ func advertisedOutputSchema(own, envelope json.RawMessage) (json.RawMessage, err
 	if bytes.Contains(own, []byte(`"$ref"`)) || bytes.Contains(own, []byte(`"$dynamicRef"`)) {
 		return nil, fmt.Errorf(`schema must not use "$ref": the advertised schema nests it`)
 	}
-	union := map[string]json.RawMessage{"type": json.RawMessage(`"object"`)}
-	if dialect, ok := doc["$schema"]; ok {
-		union["$schema"] = dialect
+	// The dialect belongs to the union's root, where a validator reads it.
+	inner := []byte(own)
+	dialect, hasDialect := doc["$schema"]
+	if hasDialect {
 		delete(doc, "$schema")
+		var err error
+		if inner, err = json.Marshal(doc); err != nil {
+			return nil, fmt.Errorf("encoding schema: %w", err)
+		}
 	}
-	inner, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("encoding schema: %w", err)
+	out := make([]byte, 0, len(inner)+len(envelope)+len(dialect)+48)
+	if hasDialect {
+		out = append(append(append(out, `{"$schema":`...), dialect...), ',')
+	} else {
+		out = append(out, '{')
 	}
-	union["anyOf"] = json.RawMessage(`[` + string(inner) + `,` + string(envelope) + `]`)
-	out, err := json.Marshal(union)
-	if err != nil {
-		return nil, fmt.Errorf("encoding advertised schema: %w", err)
-	}
+	out = append(append(out, `"anyOf":[`...), inner...)
+	out = append(append(append(out, ','), envelope...), `],"type":"object"}`...)
 	return out, nil
 }
 

@@ -95,11 +95,8 @@ func registerTool(t Tool, envelope json.RawMessage, logger *slog.Logger) (*regis
 	if t.Handler == nil {
 		return nil, fmt.Errorf("tool %q: nil handler", t.Name)
 	}
-	if err := checkObjectRoot(t.InputSchema, true); err != nil {
+	if err := checkClosedObjectRoot(t.InputSchema); err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
-	}
-	if err := checkObjectRoot(t.OutputSchema, false); err != nil {
-		return nil, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 	}
 	advertised, err := advertisedOutputSchema(t.OutputSchema, envelope)
 	if err != nil {
