@@ -8,6 +8,8 @@ import (
 	"maps"
 	"strings"
 	"unicode"
+
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 // Default claim names.
@@ -16,8 +18,10 @@ const (
 	DefaultRolesClaim    = "roles"
 )
 
-// maxPrincipalLen bounds identifiers that end up in storage keys and logs.
-const maxPrincipalLen = 512
+// maxPrincipalLen bounds identifiers that end up in storage keys and logs:
+// what a request key's principal may be, so a caller that authenticates
+// can also write.
+const maxPrincipalLen = operation.MaxPrincipalLen
 
 // ClaimNames says which claims carry the merchant and the roles. Empty fields
 // take the defaults ("merchant_id", "roles").

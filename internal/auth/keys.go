@@ -7,9 +7,11 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
@@ -46,10 +48,10 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		if len(keys) == 0 && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
 			// The issuer could not be asked: the kid may be a rotated-in key
 			// we have not seen, so the token can not be judged (503, not 401).
-			return nil, fmt.Errorf("%w: kid %q not cached: %w", ErrKeysUnavailable, kid, rerr)
+			return nil, fmt.Errorf("%w: kid %s not cached: %w", ErrKeysUnavailable, quoteKid(kid), rerr)
 		}
 		if len(keys) == 0 {
-			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %q is not in the JWKS", kid), rerr))
+			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %s is not in the JWKS", quoteKid(kid)), rerr))
 		}
 	}
 	// Keys of different types may share a kid as equivalent alternatives
@@ -63,7 +65,23 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %q: %w", kid, errors.Join(errs...)))
+	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %s: %w", quoteKid(kid), errors.Join(errs...)))
+}
+
+// maxKidShown is how much of a kid a refusal quotes: the kid is the
+// caller's text, and a refusal is logged for every rejected request.
+const maxKidShown = 64
+
+// quoteKid quotes kid for a message, cut to maxKidShown bytes.
+func quoteKid(kid string) string {
+	if len(kid) <= maxKidShown {
+		return strconv.Quote(kid)
+	}
+	cut := kid[:maxKidShown]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return fmt.Sprintf("%q... (%d bytes)", cut, len(kid))
 }
 
 // keysWithID returns the keys of set whose kid is kid, in set order.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/operation"
 )
 
 func TestVerifyAcceptsValidTokens(t *testing.T) {
@@ -130,6 +131,10 @@ func TestVerifyRefusesBadTokens(t *testing.T) {
 		{"signed by another key under our kid", foreignKeyOurKid, auth.ReasonBadSignature},
 		{"no exp", minted(with(func(c *issuer.Claims) { c.Extra = map[string]any{"exp": nil} })), auth.ReasonInvalidClaims},
 		{"no sub", minted(with(func(c *issuer.Claims) { c.Subject = "" })), auth.ReasonInvalidClaims},
+		// Longer than a request key's principal may be: such a caller
+		// could authenticate but never write.
+		{"sub longer than a principal may be", minted(with(func(c *issuer.Claims) { c.Subject = strings.Repeat("u", operation.MaxPrincipalLen+1) })), auth.ReasonInvalidClaims},
+		{"merchant longer than a principal may be", minted(with(func(c *issuer.Claims) { c.MerchantID = strings.Repeat("m", operation.MaxPrincipalLen+1) })), auth.ReasonInvalidClaims},
 		{"no client principal", minted(with(func(c *issuer.Claims) { c.ClientID = "" })), auth.ReasonInvalidClaims},
 		{"roles not strings", minted(with(func(c *issuer.Claims) { c.Extra = map[string]any{"roles": []int{1}} })), auth.ReasonInvalidClaims},
 		{"not a JWT", func(*testing.T) string { return "not-a-token" }, auth.ReasonMalformedToken},
@@ -399,4 +404,20 @@ func TestAKidSharedByAnRSAAndAnECKeyVerifiesBothAlgorithms(t *testing.T) {
 		_, err = v.Verify(context.Background(), tok)
 		assert.NoError(t, err, alg)
 	}
+}
+
+// A kid is the caller's text: a refusal names it, but not at any length,
+// or every rejected request could write kilobytes of log.
+func TestAnUnknownKidIsNotEchoedAtFullLength(t *testing.T) {
+	iss := startIssuer(t)
+	v := newVerifier(t, iss)
+	foreign, err := issuer.New(iss.URL())
+	require.NoError(t, err)
+	kid := strings.Repeat("k", 10_000)
+	tok, err := foreign.Mint(goodClaims(), issuer.WithKeyID(kid))
+	require.NoError(t, err)
+	_, err = v.Verify(context.Background(), tok)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 400, "the refusal: %.200s...", err)
+	assert.Contains(t, err.Error(), `"kkkkkkkk`, "the refusal still names the kid's start")
 }
