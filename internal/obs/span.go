@@ -218,6 +218,24 @@ func (s *span) finish(err error) {
 	s.tracer.send(doc)
 }
 
+// finishOnPanic, deferred around the code a span covers, ends the span as a
+// fault when that code panics, then lets the panic go on unchanged.
+// Without it the span would never be sent: the trace would lose the very
+// request that failed, and the spans already sent under it would name a
+// parent X-Ray never receives. before, when not nil, runs first (to record
+// the answer the panic will get). A span that ended normally is left alone.
+func (s *span) finishOnPanic(before func()) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if before != nil {
+		before()
+	}
+	s.finish(fmt.Errorf("panic: %v", p))
+	panic(p)
+}
+
 // maxCauseBytes bounds the error text on a span, so a document stays far
 // below the 64 KiB the daemon reads per datagram.
 const maxCauseBytes = 2048

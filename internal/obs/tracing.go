@@ -135,6 +135,7 @@ func (t *Tracer) Segment(ctx context.Context, name string, fn func(context.Conte
 	if s == nil {
 		return fn(ctx)
 	}
+	defer s.finishOnPanic(nil)
 	err := fn(ctx)
 	s.finish(err)
 	return err
@@ -250,6 +251,9 @@ func (t *Tracer) Handler(name string, h http.Handler) http.Handler {
 			d.HTTP = &httpDoc{Request: &httpRequestDoc{Method: r.Method, URL: redactedURL(r)}}
 		})
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		// A panic is answered 500 by whoever recovers it above (the Lambda
+		// adapter, the net/http server): record that answer on the span.
+		defer s.finishOnPanic(func() { s.httpStatus(http.StatusInternalServerError, -1) })
 		h.ServeHTTP(sw, r.WithContext(ctx))
 		s.httpStatus(sw.status, -1)
 		s.finish(nil)
