@@ -249,6 +249,24 @@ func newTraceID(now time.Time) string {
 	return fmt.Sprintf("1-%08x-%s", now.Unix(), hex.EncodeToString(r[:]))
 }
 
+// validTraceID reports whether id has X-Ray's trace id form,
+// 1-<8 hex digits>-<24 hex digits>.
+func validTraceID(id string) bool {
+	return len(id) == 35 && id[:2] == "1-" && id[10] == '-' && isHex(id[2:10]) && isHex(id[11:])
+}
+
+// validSegmentID reports whether id has X-Ray's segment id form, 16 hex digits.
+func validSegmentID(id string) bool { return len(id) == 16 && isHex(id) }
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
+}
+
 // newSegmentID is 64 random bits in hex.
 func newSegmentID() string {
 	var r [8]byte

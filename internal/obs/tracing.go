@@ -241,9 +241,17 @@ func (t *Tracer) Handler(name string, h http.Handler) http.Handler {
 				h.ServeHTTP(w, r)
 				return
 			}
-			ctx, s = t.startSegment(r.Context(), name, in.TraceID)
-			if in.TraceID != "" && in.ParentID != "" {
-				s.doc.ParentID = in.ParentID
+			// The caller's header is untrusted input: X-Ray rejects a
+			// segment whose ids are malformed, and every subsegment under
+			// it, so such a Root starts a new trace and such a Parent is
+			// not recorded.
+			traceID, parentID := in.TraceID, in.ParentID
+			if !validTraceID(traceID) {
+				traceID, parentID = "", ""
+			}
+			ctx, s = t.startSegment(r.Context(), name, traceID)
+			if validSegmentID(parentID) {
+				s.doc.ParentID = parentID
 			}
 			w.Header().Set(TraceHeader, "Root="+s.traceID+";Sampled=1")
 		}
