@@ -8,6 +8,9 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // ErrUnsupportedEvent: the payload is neither a DynamoDB stream batch nor
@@ -27,6 +30,12 @@ type envelope struct {
 // subsegment (a Lambda facade segment takes no annotations) and its log
 // lines carry the invocation's join keys.
 func (r *reconciler) handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	// No HTTP front sets the request id here: the Lambda invocation's is
+	// the one its START/END/REPORT lines and errors carry, so audit
+	// records written by this invocation carry it too.
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		ctx = requestid.With(ctx, requestid.IDs{Request: lc.AwsRequestID})
+	}
 	ctx, done := r.app.Invocation(ctx)
 	defer done()
 	var out any

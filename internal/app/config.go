@@ -100,7 +100,7 @@ type Config struct {
 
 	ListenAddr string     // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
 	Tracing    bool       // INTENTGATE_TRACING (default: on under Lambda)
-	LogLevel   slog.Level // AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig; default INFO)
+	LogLevel   slog.Level // INTENTGATE_LOG_LEVEL, else AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig); default INFO
 	// TaskIDKey (INTENTGATE_TASK_ID_KEY, at least 32 bytes, the same on
 	// every instance) turns on the MCP Tasks extension; unset leaves it off.
 	TaskIDKey string
@@ -146,10 +146,14 @@ func FromEnv(lookup Lookup) (Config, error) {
 		DueShards:              e.integer("INTENTGATE_DUE_SHARDS", store.DefaultDueShards),
 		ListenAddr:             e.str("INTENTGATE_LISTEN_ADDR", "127.0.0.1:8080"),
 		InvocationTimeout:      e.dur("INTENTGATE_INVOCATION_TIMEOUT", 0),
-		LogLevel:               e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo),
-		MaxBodyBytes:           int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
-		TaskIDKey:              e.str("INTENTGATE_TASK_ID_KEY", ""),
-		TaskIDKeyParameter:     e.str("INTENTGATE_TASK_ID_KEY_PARAMETER", ""),
+		// INTENTGATE_LOG_LEVEL first: the template keeps Lambda's own
+		// filter (AWS_LAMBDA_LOG_LEVEL) at INFO so that it never drops
+		// audit records and EMF documents, and the level chosen for the
+		// functions' log lines comes from here.
+		LogLevel:           e.logLevel("INTENTGATE_LOG_LEVEL", e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo)),
+		MaxBodyBytes:       int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
+		TaskIDKey:          e.str("INTENTGATE_TASK_ID_KEY", ""),
+		TaskIDKeyParameter: e.str("INTENTGATE_TASK_ID_KEY_PARAMETER", ""),
 		Budget: admission.BudgetConfig{
 			Auth:       e.dur("INTENTGATE_BUDGET_AUTH", budget.Auth),
 			Store:      e.dur("INTENTGATE_BUDGET_STORE", budget.Store),

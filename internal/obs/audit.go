@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Audit record kinds.
@@ -126,7 +127,8 @@ func (a *Auditor) Logger() *slog.Logger {
 	return a.logger
 }
 
-// Record writes r as one line. Empty fields are omitted. An OperationHash
+// Record writes r as one line. Empty fields are omitted; an empty
+// RequestID is taken from ctx (internal/requestid). An OperationHash
 // (or CallerOperationHash) not in HashID form is hashed (scope "") before
 // writing, so a raw key passed by mistake never reaches the log.
 func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
@@ -149,6 +151,11 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 			return HashID("", h)
 		}
 		return h
+	}
+	if r.RequestID == "" {
+		// Writers deep in the reconciler know no request; the front that
+		// received it put its id in the context.
+		r.RequestID = requestid.From(ctx).Request
 	}
 	opHash, callerHash := hashed(r.OperationHash), hashed(r.CallerOperationHash)
 	if callerHash == opHash {

@@ -218,6 +218,24 @@ func (s *span) finish(err error) {
 	s.tracer.send(doc)
 }
 
+// finishOnPanic, deferred around the code a span covers, ends the span as a
+// fault when that code panics, then lets the panic go on unchanged.
+// Without it the span would never be sent: the trace would lose the very
+// request that failed, and the spans already sent under it would name a
+// parent X-Ray never receives. before, when not nil, runs first (to record
+// the answer the panic will get). A span that ended normally is left alone.
+func (s *span) finishOnPanic(before func()) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if before != nil {
+		before()
+	}
+	s.finish(fmt.Errorf("panic: %v", p))
+	panic(p)
+}
+
 // maxCauseBytes bounds the error text on a span, so a document stays far
 // below the 64 KiB the daemon reads per datagram.
 const maxCauseBytes = 2048
@@ -229,6 +247,24 @@ func newTraceID(now time.Time) string {
 	var r [12]byte
 	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return fmt.Sprintf("1-%08x-%s", now.Unix(), hex.EncodeToString(r[:]))
+}
+
+// validTraceID reports whether id has X-Ray's trace id form,
+// 1-<8 hex digits>-<24 hex digits>.
+func validTraceID(id string) bool {
+	return len(id) == 35 && id[:2] == "1-" && id[10] == '-' && isHex(id[2:10]) && isHex(id[11:])
+}
+
+// validSegmentID reports whether id has X-Ray's segment id form, 16 hex digits.
+func validSegmentID(id string) bool { return len(id) == 16 && isHex(id) }
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // newSegmentID is 64 random bits in hex.

@@ -135,6 +135,7 @@ func (t *Tracer) Segment(ctx context.Context, name string, fn func(context.Conte
 	if s == nil {
 		return fn(ctx)
 	}
+	defer s.finishOnPanic(nil)
 	err := fn(ctx)
 	s.finish(err)
 	return err
@@ -240,9 +241,17 @@ func (t *Tracer) Handler(name string, h http.Handler) http.Handler {
 				h.ServeHTTP(w, r)
 				return
 			}
-			ctx, s = t.startSegment(r.Context(), name, in.TraceID)
-			if in.TraceID != "" && in.ParentID != "" {
-				s.doc.ParentID = in.ParentID
+			// The caller's header is untrusted input: X-Ray rejects a
+			// segment whose ids are malformed, and every subsegment under
+			// it, so such a Root starts a new trace and such a Parent is
+			// not recorded.
+			traceID, parentID := in.TraceID, in.ParentID
+			if !validTraceID(traceID) {
+				traceID, parentID = "", ""
+			}
+			ctx, s = t.startSegment(r.Context(), name, traceID)
+			if validSegmentID(parentID) {
+				s.doc.ParentID = parentID
 			}
 			w.Header().Set(TraceHeader, "Root="+s.traceID+";Sampled=1")
 		}
@@ -250,6 +259,9 @@ func (t *Tracer) Handler(name string, h http.Handler) http.Handler {
 			d.HTTP = &httpDoc{Request: &httpRequestDoc{Method: r.Method, URL: redactedURL(r)}}
 		})
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		// A panic is answered 500 by whoever recovers it above (the Lambda
+		// adapter, the net/http server): record that answer on the span.
+		defer s.finishOnPanic(func() { s.httpStatus(http.StatusInternalServerError, -1) })
 		h.ServeHTTP(sw, r.WithContext(ctx))
 		s.httpStatus(sw.status, -1)
 		s.finish(nil)
