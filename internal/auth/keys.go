@@ -157,8 +157,16 @@ func publicKeyFor(key jwk.Key, alg string) (any, error) {
 // interval a caller gets the last refresh's error if it failed (the issuer is
 // still presumed down), else errRefreshRateLimited (the JWKS was current a
 // moment ago).
+//
+// A refresh started more than refreshTimeout ago by the wall clock is
+// stale: it outlived the invocation that started it and was frozen with
+// the Lambda instance, and at thaw its deadline has passed. The next caller
+// neither joins it nor is held off by the interval its start opened; it
+// starts a new one. (The wall clock, because it is what surely advanced
+// while the instance was frozen.)
 type keyRefresher struct {
 	minInterval time.Duration
+	now         func() time.Time // the wall clock; nil: time.Now
 
 	mu       sync.Mutex
 	inflight *refreshCall
@@ -167,16 +175,26 @@ type keyRefresher struct {
 }
 
 type refreshCall struct {
-	done chan struct{}
-	set  jwk.Set
-	err  error
+	started time.Time // wall clock
+	done    chan struct{}
+	set     jwk.Set
+	err     error
+}
+
+func (r *keyRefresher) wallClock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now().Round(0) // no monotonic reading
 }
 
 var errRefreshRateLimited = errors.New("JWKS refresh rate limited")
 
 func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.Set, error)) (jwk.Set, error) {
 	r.mu.Lock()
-	if call := r.inflight; call != nil {
+	now := r.wallClock()
+	stale := r.inflight != nil && now.Sub(r.inflight.started) >= refreshTimeout
+	if call := r.inflight; call != nil && !stale {
 		r.mu.Unlock()
 		select {
 		case <-call.done:
@@ -185,7 +203,7 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 			return nil, ctx.Err()
 		}
 	}
-	if !r.last.IsZero() && time.Since(r.last) < r.minInterval {
+	if !stale && !r.last.IsZero() && now.Sub(r.last) < r.minInterval {
 		lastErr := r.lastErr
 		r.mu.Unlock()
 		if lastErr != nil {
@@ -193,9 +211,9 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 		}
 		return nil, errRefreshRateLimited
 	}
-	call := &refreshCall{done: make(chan struct{})}
+	call := &refreshCall{started: now, done: make(chan struct{})}
 	r.inflight = call
-	r.last = time.Now()
+	r.last = now
 	r.mu.Unlock()
 
 	// The fetch answers every caller waiting on it, and its error stands
@@ -221,8 +239,12 @@ func (r *keyRefresher) run(ctx context.Context, call *refreshCall, fetch func(co
 
 	r.mu.Lock()
 	call.set, call.err = set, err
-	r.inflight = nil
-	r.lastErr = err
+	// A stale refresh finishing after its successor started speaks for
+	// neither the issuer now nor the successor's callers.
+	if r.inflight == call {
+		r.inflight = nil
+		r.lastErr = err
+	}
 	r.mu.Unlock()
 	close(call.done)
 }
