@@ -345,7 +345,7 @@ func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, err
 	if err != nil {
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
 	}
-	return mcpserver.Extension{ID: tasks.Extension, Install: svc.Install}, nil
+	return svc.Extension(), nil
 }
 
 // LambdaOptions are the adapter options matching this configuration. In

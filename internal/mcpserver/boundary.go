@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,9 @@ type boundary struct {
 	next    http.Handler
 	maxBody int64
 	tools   map[string]bool // registered tool names
+	// named maps an extension's method to the params field its Mcp-Name
+	// header mirrors (Extension.NameParams).
+	named map[string]string
 }
 
 // maxEchoedToolName bounds how much of an unknown tool name is echoed.
@@ -177,7 +181,68 @@ func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Reque
 	if name, unknown := b.unknownTool(req); unknown {
 		return req, &refusal{invalidParamsStatus(header, req), req.ID, jsonrpc.CodeInvalidParams, "unknown tool " + name}
 	}
+	if refused := b.checkNameHeader(header, req); refused != nil {
+		return req, refused
+	}
 	return req, nil
+}
+
+// checkNameHeader holds an extension's method to the rule the SDK applies
+// to tools/call (2026-07-28, Streamable HTTP, Server Validation): servers
+// "MUST reject requests where the values specified in the headers do not
+// match the corresponding values in the request body", a missing required
+// header included, with HTTP 400 and -32020 HeaderMismatch. The Tasks
+// extension makes Mcp-Name required for tasks/get, tasks/update and
+// tasks/cancel ("MUST set the Mcp-Name header to the value of
+// params.taskId") so that intermediaries may route and throttle on it; a
+// request whose header names another task than its body must not be
+// served. The version is the header's, as for the SDK's own checks.
+func (b *boundary) checkNameHeader(header http.Header, req *jsonrpc.Request) *refusal {
+	param, ok := b.named[req.Method]
+	if !ok || header.Get("MCP-Protocol-Version") < newProtocol {
+		return nil
+	}
+	mismatch := func(msg string) *refusal {
+		return &refusal{http.StatusBadRequest, req.ID, mcp.CodeHeaderMismatch, shortenMessage(msg)}
+	}
+	inHeader := header.Get("Mcp-Name")
+	if inHeader == "" {
+		return mismatch(fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method))
+	}
+	decoded, ok := decodeHeaderValue(inHeader)
+	if !ok {
+		return mismatch("header mismatch: Mcp-Name header contains invalid Base64 encoding")
+	}
+	var params map[string]json.RawMessage
+	var inBody string
+	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params[param], &inBody) != nil {
+		return nil // malformed params are the method's to refuse (-32602)
+	}
+	if decoded != inBody {
+		return mismatch(fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match body value %q of params.%s",
+			decoded, inBody, param))
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the Base64 sentinel form (=?base64?...?=) a
+// client must use for a value that is not plain header-safe ASCII
+// (2026-07-28, Streamable HTTP, Value Encoding: servers "MUST decode an
+// encoded Mcp-Name ... before comparing it"); other values are verbatim.
+func decodeHeaderValue(v string) (string, bool) {
+	encoded, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	encoded, ok = strings.CutSuffix(encoded, "?=")
+	if !ok {
+		return v, true
+	}
+	decoded, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", false
+	}
+	return string(decoded), true
 }
 
 // batchProtocol is the one protocol revision with JSON-RPC batches (added
