@@ -103,3 +103,31 @@ func TestTasksRequestsMustNameTheirTaskInMcpName(t *testing.T) {
 		}
 	}
 }
+
+// The Tasks extension, Task Update Requests: "On success, the server MUST
+// acknowledge the request with an empty result", and "A server SHOULD
+// ignore any inputResponses responses mapped to a key that is not
+// currently outstanding for the task — including keys that were never
+// issued". No task here ever asks for input, so every key is one never
+// issued: the update of a task the caller may see is acknowledged, not
+// refused as invalid params (which the specification reserves for an
+// invalid or nonexistent taskId).
+func TestTasksUpdateOfAVisibleTaskIsAcknowledged(t *testing.T) {
+	w := newTaskWorld(t)
+	id := w.pendingTask(t, "op-update-ack-0001")
+	reply := w.post(t, "2026-07-28", tasks.MethodUpdate, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{"never-issued": map[string]any{"action": "accept", "content": map[string]any{}}}}, true)
+	require.Nil(t, reply["error"], "%v", reply)
+	res := reply["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.NotContains(t, res, "taskId", "an empty acknowledgement")
+
+	got := w.post(t, "2026-07-28", tasks.MethodGet, map[string]any{"taskId": id}, true)
+	require.Nil(t, got["error"], "%v", got)
+	assert.Equal(t, "working", got["result"].(map[string]any)["status"], "the update changed nothing")
+
+	// An unknown task is still "not found".
+	e, _ := w.post(t, "2026-07-28", tasks.MethodUpdate, map[string]any{"taskId": "tsk_x", "inputResponses": map[string]any{}}, true)["error"].(map[string]any)
+	require.NotNil(t, e)
+	assert.Equal(t, float64(-32602), e["code"])
+}

@@ -103,7 +103,10 @@ func (s *Service) Install(server *mcp.Server) error {
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
-		return nil, s.Update(ctx, p.TaskID)
+		if err := s.Update(ctx, p.TaskID); err != nil {
+			return nil, err
+		}
+		return &AckResult{ResultType: "complete"}, nil
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
