@@ -83,6 +83,29 @@ type boundary struct {
 // maxEchoedToolName bounds how much of an unknown tool name is echoed.
 const maxEchoedToolName = 64
 
+// RefuseCrossOrigin answers HTTP 403, with a JSON-RPC error that has no
+// id, a request whose Origin (or Sec-Fetch-Site) says a browser sent it
+// from another origin than this server's own, before next sees it. Every
+// Streamable HTTP revision says "Servers MUST validate the Origin header on
+// all incoming connections to prevent DNS rebinding attacks" and (from
+// 2025-11-25) "If the Origin header is present and invalid, servers MUST
+// respond with HTTP 403 Forbidden"; the SDK checks only the Host of a
+// loopback listener. A request without Origin (every non-browser client)
+// passes, and no browser client can call this server cross-origin anyway:
+// it answers no CORS preflight. Put it outside authentication, so such a
+// request is refused as forbidden, not as unauthenticated.
+func RefuseCrossOrigin(next http.Handler) http.Handler {
+	guard := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := guard.Check(r); err != nil {
+			writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+				"Forbidden: the request's Origin is not this server's")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// Always server-minted: a caller's X-Request-Id is not unique and must

@@ -133,7 +133,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	return &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named}, nil
+	return RefuseCrossOrigin(&boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named}), nil
 }
 
 // addTool registers with the SDK's low-level Server.AddTool, which leaves
