@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -151,12 +152,18 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var id jsonrpc.ID
-	if len(trimmed) > 0 && trimmed[0] == '[' {
+	switch {
+	case !supportedVersion(r.Header.Get("MCP-Protocol-Version")):
+		// "If the server receives a request with an invalid or unsupported
+		// MCP-Protocol-Version, it MUST respond with 400 Bad Request"
+		// (2025-06-18 on; 2026-07-28 adds the supported versions): the
+		// SDK's answer, never one of ours about the body.
+	case len(trimmed) > 0 && trimmed[0] == '[':
 		if refused := b.checkBatch(r.Header, trimmed); refused != nil {
 			refused.write(w)
 			return
 		}
-	} else {
+	default:
 		req, refused := b.checkMessage(r.Header, trimmed)
 		if refused != nil {
 			refused.write(w)
@@ -172,6 +179,13 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	b.next.ServeHTTP(rw, r)
 	rw.finish(id)
+}
+
+// supportedVersion reports whether the SDK serves protocol version v, an
+// MCP-Protocol-Version header value ("" means the header is absent, which
+// is 2025-03-26).
+func supportedVersion(v string) bool {
+	return v == "" || slices.Contains(mcp.SupportedProtocolVersions(), v)
 }
 
 // refusal is an answer the boundary gives in place of the SDK's.
