@@ -176,6 +176,12 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if r.Header.Get("MCP-Protocol-Version") >= newProtocol {
+		// 2026-07-28, Backward Compatibility: "A Last-Event-ID header:
+		// ignore it; streams are not resumable." The SDK refuses a POST
+		// carrying one (HTTP 400), as earlier revisions resumed only by GET.
+		r.Header.Del("Last-Event-ID")
+	}
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	b.next.ServeHTTP(rw, r)
 	rw.finish(id)

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +9,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// Streamable HTTP 2026-07-28, Backward Compatibility: a server receiving
+// older clients' traffic "SHOULD respond as follows: ... A Last-Event-ID
+// header: ignore it; streams are not resumable." The SDK refused a POST
+// carrying one with HTTP 400.
+func TestALastEventIDHeaderIsIgnoredAt20260728(t *testing.T) {
+	srv := startServer(t, reviewTool(&recorder{}))
+	h, body := newProtocolRequest(1, "tools/list", "", nil)
+	h.Set("Last-Event-ID", "stream-1/7")
+	resp := post(t, testContext(t), srv.URL, h, body)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	msg := decodeMessages(t, resp)[0]
+	require.Nil(t, msg.Error, "%s", resp.body)
+	var res struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(msg.Result, &res))
+	assert.Len(t, res.Tools, 1)
+}
 
 // 2025-06-18 and 2025-11-25, Protocol Version Header: "If the server
 // receives a request with an invalid or unsupported MCP-Protocol-Version,
