@@ -291,7 +291,9 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	for _, p := range paths {
 		mux.Handle("GET "+p, meta)
 	}
-	mux.Handle("/mcp", authn(mcpHandler))
+	// The Origin check comes before authentication: a foreign Origin is
+	// answered 403 whatever the token (mcpserver.RefuseCrossOrigin).
+	mux.Handle("/mcp", mcpserver.RefuseCrossOrigin(authn(mcpHandler)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
 }
@@ -345,7 +347,7 @@ func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, err
 	if err != nil {
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
 	}
-	return mcpserver.Extension{ID: tasks.Extension, Install: svc.Install}, nil
+	return svc.Extension(), nil
 }
 
 // LambdaOptions are the adapter options matching this configuration. In

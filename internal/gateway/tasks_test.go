@@ -91,7 +91,7 @@ func newTaskWorld(t *testing.T) *taskWorld {
 	gw, err := gateway.New(gateway.Config{Executor: lossyEx, Writes: []tools.Published{refund}, Gate: gate, Tasks: true})
 	require.NoError(t, err)
 	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0",
-		Extensions: []mcpserver.Extension{{ID: tasks.Extension, Install: svc.Install}}})
+		Extensions: []mcpserver.Extension{svc.Extension()}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), fiona)))

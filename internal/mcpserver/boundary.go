@@ -3,12 +3,14 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -74,10 +76,36 @@ type boundary struct {
 	next    http.Handler
 	maxBody int64
 	tools   map[string]bool // registered tool names
+	// named maps an extension's method to the params field its Mcp-Name
+	// header mirrors (Extension.NameParams).
+	named map[string]string
 }
 
 // maxEchoedToolName bounds how much of an unknown tool name is echoed.
 const maxEchoedToolName = 64
+
+// RefuseCrossOrigin answers HTTP 403, with a JSON-RPC error that has no
+// id, a request whose Origin (or Sec-Fetch-Site) says a browser sent it
+// from another origin than this server's own, before next sees it. Every
+// Streamable HTTP revision says "Servers MUST validate the Origin header on
+// all incoming connections to prevent DNS rebinding attacks" and (from
+// 2025-11-25) "If the Origin header is present and invalid, servers MUST
+// respond with HTTP 403 Forbidden"; the SDK checks only the Host of a
+// loopback listener. A request without Origin (every non-browser client)
+// passes, and no browser client can call this server cross-origin anyway:
+// it answers no CORS preflight. Put it outside authentication, so such a
+// request is refused as forbidden, not as unauthenticated.
+func RefuseCrossOrigin(next http.Handler) http.Handler {
+	guard := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := guard.Check(r); err != nil {
+			writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+				"Forbidden: the request's Origin is not this server's")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -124,12 +152,18 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var id jsonrpc.ID
-	if len(trimmed) > 0 && trimmed[0] == '[' {
+	switch {
+	case !supportedVersion(r.Header.Get("MCP-Protocol-Version")):
+		// "If the server receives a request with an invalid or unsupported
+		// MCP-Protocol-Version, it MUST respond with 400 Bad Request"
+		// (2025-06-18 on; 2026-07-28 adds the supported versions): the
+		// SDK's answer, never one of ours about the body.
+	case len(trimmed) > 0 && trimmed[0] == '[':
 		if refused := b.checkBatch(r.Header, trimmed); refused != nil {
 			refused.write(w)
 			return
 		}
-	} else {
+	default:
 		req, refused := b.checkMessage(r.Header, trimmed)
 		if refused != nil {
 			refused.write(w)
@@ -142,9 +176,22 @@ func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if r.Header.Get("MCP-Protocol-Version") >= newProtocol {
+		// 2026-07-28, Backward Compatibility: "A Last-Event-ID header:
+		// ignore it; streams are not resumable." The SDK refuses a POST
+		// carrying one (HTTP 400), as earlier revisions resumed only by GET.
+		r.Header.Del("Last-Event-ID")
+	}
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	b.next.ServeHTTP(rw, r)
 	rw.finish(id)
+}
+
+// supportedVersion reports whether the SDK serves protocol version v, an
+// MCP-Protocol-Version header value ("" means the header is absent, which
+// is 2025-03-26).
+func supportedVersion(v string) bool {
+	return v == "" || slices.Contains(mcp.SupportedProtocolVersions(), v)
 }
 
 // refusal is an answer the boundary gives in place of the SDK's.
@@ -177,7 +224,68 @@ func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Reque
 	if name, unknown := b.unknownTool(req); unknown {
 		return req, &refusal{invalidParamsStatus(header, req), req.ID, jsonrpc.CodeInvalidParams, "unknown tool " + name}
 	}
+	if refused := b.checkNameHeader(header, req); refused != nil {
+		return req, refused
+	}
 	return req, nil
+}
+
+// checkNameHeader holds an extension's method to the rule the SDK applies
+// to tools/call (2026-07-28, Streamable HTTP, Server Validation): servers
+// "MUST reject requests where the values specified in the headers do not
+// match the corresponding values in the request body", a missing required
+// header included, with HTTP 400 and -32020 HeaderMismatch. The Tasks
+// extension makes Mcp-Name required for tasks/get, tasks/update and
+// tasks/cancel ("MUST set the Mcp-Name header to the value of
+// params.taskId") so that intermediaries may route and throttle on it; a
+// request whose header names another task than its body must not be
+// served. The version is the header's, as for the SDK's own checks.
+func (b *boundary) checkNameHeader(header http.Header, req *jsonrpc.Request) *refusal {
+	param, ok := b.named[req.Method]
+	if !ok || header.Get("MCP-Protocol-Version") < newProtocol {
+		return nil
+	}
+	mismatch := func(msg string) *refusal {
+		return &refusal{http.StatusBadRequest, req.ID, mcp.CodeHeaderMismatch, shortenMessage(msg)}
+	}
+	inHeader := header.Get("Mcp-Name")
+	if inHeader == "" {
+		return mismatch(fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method))
+	}
+	decoded, ok := decodeHeaderValue(inHeader)
+	if !ok {
+		return mismatch("header mismatch: Mcp-Name header contains invalid Base64 encoding")
+	}
+	var params map[string]json.RawMessage
+	var inBody string
+	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params[param], &inBody) != nil {
+		return nil // malformed params are the method's to refuse (-32602)
+	}
+	if decoded != inBody {
+		return mismatch(fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match body value %q of params.%s",
+			decoded, inBody, param))
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the Base64 sentinel form (=?base64?...?=) a
+// client must use for a value that is not plain header-safe ASCII
+// (2026-07-28, Streamable HTTP, Value Encoding: servers "MUST decode an
+// encoded Mcp-Name ... before comparing it"); other values are verbatim.
+func decodeHeaderValue(v string) (string, bool) {
+	encoded, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	encoded, ok = strings.CutSuffix(encoded, "?=")
+	if !ok {
+		return v, true
+	}
+	decoded, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", false
+	}
+	return string(decoded), true
 }
 
 // batchProtocol is the one protocol revision with JSON-RPC batches (added

@@ -53,6 +53,10 @@
 //   - Panic recovery: the SDK has none, so a panicking handler would end the
 //     process. A panic or a nil result becomes OPERATION_UNKNOWN (retryable
 //     with the same key), because the handler may already have had an effect.
+//   - Origin validation (RefuseCrossOrigin, also put before authentication
+//     by internal/app): a request a browser sent from another origin is
+//     HTTP 403 with a JSON-RPC error without id, as every Streamable HTTP
+//     revision requires; the SDK checks only a loopback listener's Host.
 //   - Protocol faults as JSON-RPC errors: an unparsable body is -32700, a
 //     body that is not JSON-RPC is -32600, an oversized body -32600 with
 //     HTTP 413, and the SDK's plain-text 4xx answers to POSTs (e.g. an

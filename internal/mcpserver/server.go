@@ -35,6 +35,12 @@ type Config struct {
 type Extension struct {
 	ID      string
 	Install func(*mcp.Server) error
+	// NameParams maps each of the extension's methods whose Mcp-Name
+	// header (protocol 2026-07-28 on) mirrors a params field to that
+	// field: the boundary checks the header against the body as the SDK
+	// does for tools/call (Streamable HTTP, Server Validation), since the
+	// SDK knows no custom method's name source.
+	NameParams map[string]string
 }
 
 // DefaultMaxBodyBytes caps a request body. The largest legitimate call
@@ -66,11 +72,18 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 	}
 	sdkLogger := slog.New(minLevelHandler{min: slog.LevelWarn, next: logger.Handler()})
 	capabilities := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
+	named := map[string]string{}
 	for _, ext := range cfg.Extensions {
 		if ext.ID == "" || ext.Install == nil {
 			return nil, fmt.Errorf("mcpserver: an extension needs an ID and an Install function")
 		}
 		capabilities.AddExtension(ext.ID, map[string]any{})
+		for method, param := range ext.NameParams {
+			if _, taken := named[method]; taken || method == "" || param == "" {
+				return nil, fmt.Errorf("mcpserver: extension %s: Mcp-Name source of %q is empty or declared twice", ext.ID, method)
+			}
+			named[method] = param
+		}
 	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
@@ -120,7 +133,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	return &boundary{next: sdkHandler, maxBody: maxBody, tools: seen}, nil
+	return RefuseCrossOrigin(&boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named}), nil
 }
 
 // addTool registers with the SDK's low-level Server.AddTool, which leaves

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -34,6 +35,16 @@ type TaskParams struct {
 // a task (the server decides per call), and never requires one.
 func ToolMeta() map[string]any {
 	return map[string]any{Extension: map[string]any{"taskSupport": "optional"}}
+}
+
+// Extension is the extension as the MCP server plugs it in: its
+// identifier, Install, and the methods whose Mcp-Name header names the
+// task ("When tasks/get, tasks/update, or tasks/cancel is sent over the
+// Streamable HTTP transport, the client MUST set the Mcp-Name header to
+// the value of params.taskId"), which the request boundary checks.
+func (s *Service) Extension() mcpserver.Extension {
+	return mcpserver.Extension{ID: Extension, Install: s.Install,
+		NameParams: map[string]string{MethodGet: "taskId", MethodCancel: "taskId", MethodUpdate: "taskId"}}
 }
 
 // ProtocolExtension is the first protocol revision the extension is
@@ -92,7 +103,10 @@ func (s *Service) Install(server *mcp.Server) error {
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
-		return nil, s.Update(ctx, p.TaskID)
+		if err := s.Update(ctx, p.TaskID); err != nil {
+			return nil, err
+		}
+		return &AckResult{ResultType: "complete"}, nil
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}

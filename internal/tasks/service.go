@@ -196,13 +196,17 @@ func refuseCancel(op operation.Operation) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + why, Data: data}
 }
 
-// Update is refused: no tool here asks the client for input.
+// Update acknowledges an update of a task the caller may see and changes
+// nothing. No tool here asks the client for input, so every key of
+// inputResponses is one never issued, and the extension says "A server
+// SHOULD ignore any inputResponses responses mapped to a key that is not
+// currently outstanding for the task — including keys that were never
+// issued" and "On success, the server MUST acknowledge the request with an
+// empty result"; -32602 is reserved for an invalid or nonexistent taskId,
+// which a client would read as the task being gone.
 func (s *Service) Update(ctx context.Context, taskID string) error {
-	if _, _, err := s.find(ctx, taskID); err != nil {
-		return err
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-		Message: "Task does not accept updates: it never asks for input (it is never input_required); poll tasks/get"}
+	_, _, err := s.find(ctx, taskID)
+	return err
 }
 
 // Created is the CreateTaskResult for a call's submission that just

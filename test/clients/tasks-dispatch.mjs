@@ -17,7 +17,11 @@ export function httpDispatch(url, token) {
       accept: 'application/json, text/event-stream',
       authorization: `Bearer ${token}`,
       'mcp-method': message.method,
-      ...(options.context?.headers ?? {}),
+      // Lower-cased, so the Mcp-Name the client passes for a task (as
+      // "Mcp-Name") and ours below are one header: fetch would join two
+      // differently cased keys into "id, id", which the server refuses
+      // (-32020: it does not match params.taskId).
+      ...Object.fromEntries(Object.entries(options.context?.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
     };
     const version = message.params?._meta?.[PROTOCOL_VERSION_META];
     if (typeof version === 'string') headers['mcp-protocol-version'] = version;

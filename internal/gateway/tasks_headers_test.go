@@ -1,0 +1,133 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/tasks"
+)
+
+// postWithHeaders sends one 2026-07-28 request whose _meta opts in to the
+// Tasks extension, with exactly the headers given (besides the content
+// negotiation ones), and returns the HTTP status and the decoded body.
+func (w *taskWorld) postWithHeaders(t *testing.T, method string, params map[string]any, header http.Header) (int, map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":      map[string]any{"name": "raw", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{
+			"extensions": map[string]any{tasks.Extension: map[string]any{}}},
+	}
+	raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, w.url, bytes.NewReader(raw))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(data, &out), "%s", data)
+	return resp.StatusCode, out
+}
+
+// pendingTask opens a 2026-07-28 task whose operation stays PENDING (the
+// state write after dispatch is lost) and returns its id.
+func (w *taskWorld) pendingTask(t *testing.T, opID string) string {
+	t.Helper()
+	w.lossy.action = "UpdateItem"
+	created := w.post(t, "2026-07-28", "tools/call", refundCall(opID, false), true)
+	require.Nil(t, created["error"], "%v", created)
+	res := created["result"].(map[string]any)
+	require.Equal(t, "task", res["resultType"], "%v", res)
+	return res["taskId"].(string)
+}
+
+// The Tasks extension, Streamable HTTP: Routing Headers: "When tasks/get,
+// tasks/update, or tasks/cancel is sent over the Streamable HTTP
+// transport, the client MUST set the Mcp-Name header to the value of
+// params.taskId", so that intermediaries route and throttle on it; and
+// 2026-07-28 Streamable HTTP, Server Validation: "Servers that process the
+// request body MUST reject requests where the values specified in the
+// headers do not match the corresponding values in the request body",
+// missing required headers included, "HTTP status 400 Bad Request" with
+// "-32020 (HeaderMismatch)". The SDK knows Mcp-Name only for tools/call,
+// resources/read and prompts/get, so a tasks request naming another task
+// in its header, or none, was served.
+func TestTasksRequestsMustNameTheirTaskInMcpName(t *testing.T) {
+	w := newTaskWorld(t)
+	id := w.pendingTask(t, "op-mcp-name-0001")
+	for _, method := range []string{tasks.MethodGet, tasks.MethodCancel, tasks.MethodUpdate} {
+		params := func() map[string]any {
+			p := map[string]any{"taskId": id}
+			if method == tasks.MethodUpdate {
+				p["inputResponses"] = map[string]any{}
+			}
+			return p
+		}
+		for name, value := range map[string]string{
+			"missing":       "",
+			"another id":    "tsk_someone_elses",
+			"encoded other": "=?base64?" + base64.StdEncoding.EncodeToString([]byte("tsk_other")) + "?=",
+		} {
+			h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {method}}
+			if value != "" {
+				h.Set("Mcp-Name", value)
+			}
+			status, reply := w.postWithHeaders(t, method, params(), h)
+			e, _ := reply["error"].(map[string]any)
+			require.NotNil(t, e, "%s, Mcp-Name %s: %v", method, name, reply)
+			assert.Equal(t, float64(-32020), e["code"], "%s, Mcp-Name %s: %v", method, name, e)
+			assert.Equal(t, http.StatusBadRequest, status, "%s, Mcp-Name %s", method, name)
+		}
+		// The id itself, plain or in the Base64 sentinel form, passes the check.
+		for _, value := range []string{id, "=?base64?" + base64.StdEncoding.EncodeToString([]byte(id)) + "?="} {
+			h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {method}, "Mcp-Name": {value}}
+			_, reply := w.postWithHeaders(t, method, params(), h)
+			if e, ok := reply["error"].(map[string]any); ok {
+				assert.NotEqual(t, float64(-32020), e["code"], "%s, Mcp-Name %q: %v", method, value, e)
+			}
+		}
+	}
+}
+
+// The Tasks extension, Task Update Requests: "On success, the server MUST
+// acknowledge the request with an empty result", and "A server SHOULD
+// ignore any inputResponses responses mapped to a key that is not
+// currently outstanding for the task — including keys that were never
+// issued". No task here ever asks for input, so every key is one never
+// issued: the update of a task the caller may see is acknowledged, not
+// refused as invalid params (which the specification reserves for an
+// invalid or nonexistent taskId).
+func TestTasksUpdateOfAVisibleTaskIsAcknowledged(t *testing.T) {
+	w := newTaskWorld(t)
+	id := w.pendingTask(t, "op-update-ack-0001")
+	reply := w.post(t, "2026-07-28", tasks.MethodUpdate, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{"never-issued": map[string]any{"action": "accept", "content": map[string]any{}}}}, true)
+	require.Nil(t, reply["error"], "%v", reply)
+	res := reply["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.NotContains(t, res, "taskId", "an empty acknowledgement")
+
+	got := w.post(t, "2026-07-28", tasks.MethodGet, map[string]any{"taskId": id}, true)
+	require.Nil(t, got["error"], "%v", got)
+	assert.Equal(t, "working", got["result"].(map[string]any)["status"], "the update changed nothing")
+
+	// An unknown task is still "not found".
+	e, _ := w.post(t, "2026-07-28", tasks.MethodUpdate, map[string]any{"taskId": "tsk_x", "inputResponses": map[string]any{}}, true)["error"].(map[string]any)
+	require.NotNil(t, e)
+	assert.Equal(t, float64(-32602), e["code"])
+}
