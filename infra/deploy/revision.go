@@ -64,6 +64,11 @@ func functionRevisions(buildDir string, declared map[string]parameter, params ma
 		if t := mapping(res, "Type"); t == nil || t.Value != "AWS::Serverless::Function" {
 			continue
 		}
+		if mapping(mapping(res, "Properties"), "DeploymentPreference") == nil {
+			// No alias routes to its versions (a CodeDeploy hook is invoked
+			// by name): which version a deploy publishes serves nothing.
+			continue
+		}
 		name := id + revisionSuffix
 		if _, ok := declared[name]; !ok {
 			return nil, fmt.Errorf("template.yaml declares no parameter %s for %s: without it a change of parameter values alone would publish no version", name, id)

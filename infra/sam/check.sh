@@ -85,7 +85,7 @@ echo "== sam build (no container) -> .aws-sam/build"
 # each main package from the repository root (where go.mod is).
 "$sam" build --template-file template.yaml --build-dir .aws-sam/build --cache-dir .aws-sam/cache
 
-for fn in McpFunction ReconcilerFunction; do
+for fn in McpFunction ReconcilerFunction McpPreTrafficHook ReconcilerPreTrafficHook; do
   bin=".aws-sam/build/$fn/bootstrap"
   if [ ! -x "$bin" ]; then
     echo "sam build produced no $bin" >&2

@@ -54,10 +54,12 @@ class NoManagedPolicies:
 
 def expand(source, overrides, code="build-1"):
     tpl = yaml_parse(source)
-    for fn in FUNCTIONS:
+    for fn, res in tpl["Resources"].items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
         # sam deploy replaces the local build directory with its S3 upload,
         # named after the code.
-        tpl["Resources"][fn]["Properties"]["CodeUri"] = "s3://intentgate-check/%s/%s.zip" % (code, fn)
+        res["Properties"]["CodeUri"] = "s3://intentgate-check/%s/%s.zip" % (code, fn)
     params = {}
     for name, p in tpl.get("Parameters", {}).items():
         if "Default" in p:

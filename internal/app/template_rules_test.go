@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -428,4 +429,59 @@ func metricsOfAlarm(alarm *yamlNode) []*yamlNode {
 	}
 	walk(alarm.get("Properties"))
 	return out
+}
+
+// A canary decides nothing when the new version gets no traffic in its
+// window (10% of a sweep a minute is half an invocation in five minutes):
+// every function deployed through one is first checked by a PreTraffic hook
+// (functions/deployhook) that invokes exactly the version being deployed,
+// with that function's probe, and CodeDeploy's role may invoke the hook.
+func TestTemplateEveryCanaryIsCheckedBeforeTrafficShifts(t *testing.T) {
+	tpl := loadTemplate(t)
+	probes := map[string]string{"McpFunction": "mcp", "ReconcilerFunction": "reconciler"}
+	invokable := func(roleRef *yamlNode) []string {
+		t.Helper()
+		require.NotNil(t, roleRef)
+		require.Equal(t, "!GetAtt", roleRef.Tag)
+		role := tpl.resource(t, strings.TrimSuffix(roleRef.Value, ".Arn"))
+		var arns []string
+		for _, p := range role.get("Properties", "Policies").Content {
+			for _, st := range (*yamlNode)(p).get("PolicyDocument", "Statement").Content {
+				s := (*yamlNode)(st)
+				if s.get("Action") == nil || s.get("Action").Value != "lambda:InvokeFunction" {
+					continue
+				}
+				for _, r := range s.get("Resource").Content {
+					arns = append(arns, r.Value)
+				}
+			}
+		}
+		return arns
+	}
+	for _, fn := range tpl.functions(t) {
+		fnProps := tpl.resource(t, fn.id).get("Properties")
+		pref := fnProps.get("DeploymentPreference")
+		hookRef := pref.get("Hooks", "PreTraffic")
+		require.NotNil(t, hookRef, "%s: no PreTraffic hook", fn.id)
+		require.Equal(t, "!Ref", hookRef.Tag)
+		hook := tpl.resource(t, hookRef.Value).get("Properties")
+		assert.Equal(t, deployHookCode, hook.get("CodeUri").Value, fn.id)
+		target := hook.get("Environment", "Variables", "INTENTGATE_HOOK_TARGET")
+		require.NotNil(t, target, fn.id)
+		assert.Equal(t, "!Ref", target.Tag)
+		assert.Equal(t, fn.id+".Version", target.Value, "%s: the version being deployed, not $LATEST or the alias", fn.id)
+		assert.Equal(t, probes[fn.id], hook.get("Environment", "Variables", "INTENTGATE_HOOK_PROBE").Value, fn.id)
+		fnTimeout, err := strconv.Atoi(fnProps.get("Timeout").Value)
+		require.NoError(t, err)
+		hookTimeout, err := strconv.Atoi(hook.get("Timeout").Value)
+		require.NoError(t, err)
+		assert.Greater(t, hookTimeout, fnTimeout, "%s: the hook waits out the function's own timeout", fn.id)
+
+		hookName := hook.get("FunctionName").Value
+		assert.True(t, slices.ContainsFunc(invokable(pref.get("Role")), func(arn string) bool { return strings.HasSuffix(arn, ":function:"+hookName) }),
+			"%s: CodeDeploy's role may not invoke its hook %s", fn.id, hookName)
+		fnName := fnProps.get("FunctionName").Value
+		assert.True(t, slices.ContainsFunc(invokable(hook.get("Role")), func(arn string) bool { return strings.HasSuffix(arn, ":function:"+fnName+":*") }),
+			"%s: its hook may not invoke the function's versions", fn.id)
+	}
 }

@@ -202,6 +202,9 @@ func (tpl samTemplate) resource(t *testing.T, id string) *yamlNode {
 	return r
 }
 
+// deployHookCode is the CodeUri of the CodeDeploy PreTraffic hooks.
+const deployHookCode = "functions/deployhook"
+
 // samFunction is one AWS::Serverless::Function with its unresolved
 // environment (Globals merged in, the function's own entries win).
 type samFunction struct {
@@ -209,6 +212,9 @@ type samFunction struct {
 	env         map[string]*yamlNode
 }
 
+// functions are the functions that run this package (internal/app), not
+// the CodeDeploy hooks (functions/deployhook), which read none of its
+// configuration.
 func (tpl samTemplate) functions(t *testing.T) []samFunction {
 	t.Helper()
 	var fns []samFunction
@@ -219,6 +225,9 @@ func (tpl samTemplate) functions(t *testing.T) []samFunction {
 		fn := samFunction{id: r[0].Value, env: map[string]*yamlNode{}}
 		if c := r[1].get("Properties", "CodeUri"); c != nil {
 			fn.codeURI = c.Value
+		}
+		if fn.codeURI == deployHookCode {
+			continue
 		}
 		for _, vars := range []*yamlNode{
 			tpl.root.get("Globals", "Function", "Environment", "Variables"),
