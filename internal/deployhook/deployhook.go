@@ -19,8 +19,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
 // Probe names the harmless event a function gets.
@@ -60,7 +62,19 @@ type Hook struct {
 	Invoker  Invoker
 	Reporter Reporter
 	Logger   *slog.Logger
+	// RetryWait is the first wait after Lambda throttled the invocation
+	// (doubling, at most maxRetryWait); 0 means defaultRetryWait.
+	RetryWait time.Duration
+	// ReportReserve is kept from the hook's own deadline for the report;
+	// 0 means defaultReportReserve.
+	ReportReserve time.Duration
 }
+
+const (
+	defaultRetryWait     = time.Second
+	maxRetryWait         = 8 * time.Second
+	defaultReportReserve = 5 * time.Second
+)
 
 // Config reads the hook's settings: INTENTGATE_HOOK_TARGET, the version
 // ARN of the function to check, and INTENTGATE_HOOK_PROBE, mcp or
@@ -111,12 +125,47 @@ func (h Hook) Handle(ctx context.Context, ev Event) error {
 	return nil
 }
 
+// check invokes the target once it gets an instance. Reserved concurrency
+// is the function's, all its versions' included: while the versions
+// serving traffic hold all of it, Lambda refuses the invocation with
+// TooManyRequestsException, which says nothing about the new version. The
+// check waits for an instance until only ReportReserve of the hook's time
+// is left, so that the verdict still reaches CodeDeploy.
 func (h Hook) check(ctx context.Context) error {
 	payload, err := h.Probe.Event()
 	if err != nil {
 		return err
 	}
-	result, functionError, err := h.Invoker.Invoke(ctx, h.Target, payload)
+	if deadline, ok := ctx.Deadline(); ok {
+		reserve := h.ReportReserve
+		if reserve <= 0 {
+			reserve = defaultReportReserve
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-reserve))
+		defer cancel()
+	}
+	wait := h.RetryWait
+	if wait <= 0 {
+		wait = defaultRetryWait
+	}
+	var result []byte
+	var functionError string
+	for {
+		result, functionError, err = h.Invoker.Invoke(ctx, h.Target, payload)
+		var throttled *lambdatypes.TooManyRequestsException
+		if err == nil || !errors.As(err, &throttled) {
+			break
+		}
+		h.Logger.WarnContext(ctx, "the function is at its concurrency limit; the pre-traffic check waits for an instance",
+			"target", h.Target, "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("invoke %s: throttled until the check ran out of time: %w", h.Target, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
 	if err != nil {
 		return fmt.Errorf("invoke %s: %w", h.Target, err)
 	}
