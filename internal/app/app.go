@@ -238,6 +238,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	mcpHandler, err := gw.Handler(mcpserver.Config{
 		Name: "intentgate", Version: Version, Logger: a.Logger, MaxBodyBytes: a.Config.MaxBodyBytes, Extensions: extensions,
+		TrustedOrigins: a.Config.TrustedOrigins,
 		Instructions: "Write tools are exactly-once: choose an operation_id before the first attempt and reuse it on every retry. " +
 			"UNKNOWN means the outcome is not yet proven: query status with the returned handle; never resend with a new operation_id.",
 	})
@@ -293,7 +294,11 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	// The Origin check comes before authentication: a foreign Origin is
 	// answered 403 whatever the token (mcpserver.RefuseCrossOrigin).
-	mux.Handle("/mcp", mcpserver.RefuseCrossOrigin(authn(mcpHandler)))
+	guarded, err := mcpserver.RefuseCrossOrigin(a.Config.TrustedOrigins, authn(mcpHandler))
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	mux.Handle("/mcp", guarded)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return a.Tracer.Handler("intentgate-mcp", a.withInvocation(mux)), nil
 }

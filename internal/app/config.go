@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentgate/intentgate/internal/admission"
+	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
@@ -98,6 +99,12 @@ type Config struct {
 	// Lambda mid-write. 0 (unset): no such check (plain-HTTP mode).
 	InvocationTimeout time.Duration
 
+	// TrustedOrigins (INTENTGATE_TRUSTED_ORIGINS, comma-separated
+	// scheme://host[:port]) are web origins besides this server's own whose
+	// requests are served: a hosted client whose backend sends its web
+	// origin. Any other Origin is refused 403 (mcpserver.RefuseCrossOrigin).
+	TrustedOrigins []string
+
 	ListenAddr string     // INTENTGATE_LISTEN_ADDR (plain-HTTP mode)
 	Tracing    bool       // INTENTGATE_TRACING (default: on under Lambda)
 	LogLevel   slog.Level // INTENTGATE_LOG_LEVEL, else AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig); default INFO
@@ -152,6 +159,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		// functions' log lines comes from here.
 		LogLevel:           e.logLevel("INTENTGATE_LOG_LEVEL", e.logLevel("AWS_LAMBDA_LOG_LEVEL", slog.LevelInfo)),
 		MaxBodyBytes:       int64(e.integer("INTENTGATE_MAX_BODY_BYTES", DefaultMaxBodyBytes)),
+		TrustedOrigins:     e.origins("INTENTGATE_TRUSTED_ORIGINS"),
 		TaskIDKey:          e.str("INTENTGATE_TASK_ID_KEY", ""),
 		TaskIDKeyParameter: e.str("INTENTGATE_TASK_ID_KEY_PARAMETER", ""),
 		Budget: admission.BudgetConfig{
@@ -304,6 +312,23 @@ func (e *envReader) str(name, def string) string {
 		return strings.TrimSpace(v)
 	}
 	return def
+}
+
+// origins reads a comma-separated list of web origins, each checked the
+// way the Origin guard will use it.
+func (e *envReader) origins(name string) []string {
+	var out []string
+	for _, o := range strings.Split(e.str(name, ""), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		if err := mcpserver.CheckOrigin(o); err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func (e *envReader) dur(name string, def time.Duration) time.Duration {

@@ -33,7 +33,7 @@ func TestAForeignOriginIsForbiddenBeforeAuthentication(t *testing.T) {
 	h, err := a.Handler(context.Background())
 	require.NoError(t, err)
 
-	for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, "": http.StatusUnauthorized} {
+	for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, "https://claude.ai": http.StatusForbidden, "": http.StatusUnauthorized} {
 		req := httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -43,5 +43,48 @@ func TestAForeignOriginIsForbiddenBeforeAuthentication(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		assert.Equal(t, want, rec.Code, "Origin %q: %s", origin, rec.Body)
+	}
+}
+
+// A hosted client whose backend sends its own web origin (an assistant's
+// connector, say) is served once the operator trusts that origin
+// (INTENTGATE_TRUSTED_ORIGINS): it is then asked for its token like any
+// other caller, and every other foreign origin is still refused.
+func TestATrustedOriginIsServedAndOthersStillForbidden(t *testing.T) {
+	iss, err := issuer.New("http://issuer.invalid")
+	require.NoError(t, err)
+	jwks := httptest.NewServer(iss.Handler())
+	t.Cleanup(jwks.Close)
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_JWT_ISSUER": "https://auth.example.com/", "INTENTGATE_JWKS_URL": jwks.URL + issuer.JWKSPath,
+		"INTENTGATE_RESOURCE_URL": "https://mcp.example.com/mcp", "INTENTGATE_RISK_API_KEY": "k",
+		"INTENTGATE_TRUSTED_ORIGINS": "https://claude.ai, https://chat.example.com:8443",
+	})
+	a, err := Build(context.Background(), cfg, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	h, err := a.Handler(context.Background())
+	require.NoError(t, err)
+
+	for origin, want := range map[string]int{
+		"https://claude.ai":             http.StatusUnauthorized,
+		"https://chat.example.com:8443": http.StatusUnauthorized,
+		"https://chat.example.com":      http.StatusForbidden, // another port is another origin
+		"https://evil.example":          http.StatusForbidden,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", origin)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, want, rec.Code, "Origin %q: %s", origin, rec.Body)
+	}
+}
+
+func TestATrustedOriginThatIsNotAnOriginStopsTheStart(t *testing.T) {
+	for _, bad := range []string{"claude.ai", "https://claude.ai/app", "ftp://x.example", "https://"} {
+		_, err := FromEnv(mapLookup(map[string]string{"INTENTGATE_TRUSTED_ORIGINS": bad}))
+		assert.ErrorContains(t, err, "INTENTGATE_TRUSTED_ORIGINS", bad)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +85,17 @@ type boundary struct {
 // maxEchoedToolName bounds how much of an unknown tool name is echoed.
 const maxEchoedToolName = 64
 
+// CheckOrigin says whether o is a web origin (http or https, a host, an
+// optional port, nothing else) that may be trusted.
+func CheckOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "/") {
+		return fmt.Errorf("%q is not a web origin (scheme://host[:port], http or https)", o)
+	}
+	return nil
+}
+
 // RefuseCrossOrigin answers HTTP 403, with a JSON-RPC error that has no
 // id, a request whose Origin (or Sec-Fetch-Site) says a browser sent it
 // from another origin than this server's own, before next sees it. Every
@@ -95,8 +107,16 @@ const maxEchoedToolName = 64
 // passes, and no browser client can call this server cross-origin anyway:
 // it answers no CORS preflight. Put it outside authentication, so such a
 // request is refused as forbidden, not as unauthenticated.
-func RefuseCrossOrigin(next http.Handler) http.Handler {
+func RefuseCrossOrigin(trusted []string, next http.Handler) (http.Handler, error) {
 	guard := http.NewCrossOriginProtection()
+	for _, o := range trusted {
+		if err := CheckOrigin(o); err != nil {
+			return nil, err
+		}
+		if err := guard.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("trusted origin %q: %w", o, err)
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every method: the guard lets GET, HEAD and OPTIONS through (safe
 		// for a web page, not for this endpoint), and the specification
@@ -109,7 +129,7 @@ func RefuseCrossOrigin(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
+	}), nil
 }
 
 func (b *boundary) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,9 @@ type Config struct {
 	// package's own CodeInvalidArgument and CodeOperationUnknown), so a
 	// result with any other code does not conform.
 	ErrorCodes []string
+	// TrustedOrigins are web origins besides the server's own whose
+	// requests are served (RefuseCrossOrigin).
+	TrustedOrigins []string
 }
 
 // Extension is a protocol extension: its identifier, advertised with empty
@@ -133,7 +136,11 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	return RefuseCrossOrigin(&boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named}), nil
+	guarded, err := RefuseCrossOrigin(cfg.TrustedOrigins, &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named})
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	return guarded, nil
 }
 
 // addTool registers with the SDK's low-level Server.AddTool, which leaves
