@@ -1,6 +1,6 @@
 // Command deployhook is the CodeDeploy PreTraffic hook of both functions
-// (internal/deployhook): it invokes the version being deployed once with a
-// harmless event and reports the verdict to CodeDeploy.
+// (internal/deployhook): it invokes the version being deployed once with its
+// probe event and reports the verdict to CodeDeploy.
 //
 // Build: CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap
 package main

@@ -1,5 +1,5 @@
 // Package deployhook is the CodeDeploy PreTraffic check of a new function
-// version: before any traffic moves to it, one invocation with a harmless
+// version: before any traffic moves to it, one invocation with its probe
 // event, and the verdict reported to CodeDeploy, which stops the
 // deployment and keeps the old version on Failed.
 //
@@ -25,7 +25,10 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
-// Probe names the harmless event a function gets.
+// Probe names the event a function is checked with: for the MCP function
+// one without effects (GET /healthz); for the reconciler the work its
+// schedule starts every minute anyway, one sweep with its claims and
+// provider calls, done once by the new version on the live table.
 type Probe string
 
 const (
