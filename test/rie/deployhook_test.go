@@ -1,13 +1,8 @@
 package rie
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"net"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +28,7 @@ func TestPreTrafficProbesPassOnBothFunctionsUnderTheEmulator(t *testing.T) {
 			em := startEmulator(t, b.emulator, c.bootstrap, sys.functionEnv(c.name))
 			payload, err := c.probe.Event()
 			require.NoError(t, err)
-			result, functionError := invokeRaw(t, em, payload)
+			result, functionError := em.invokeRaw(t, payload)
 			require.Empty(t, functionError, "%s", result)
 			assert.NoError(t, c.probe.Judge(result))
 		})
@@ -57,29 +52,8 @@ func TestPreTrafficProbeFailsAnMCPVersionThatCannotStart(t *testing.T) {
 	em := startEmulator(t, b.emulator, b.mcp, env)
 	payload, err := deployhook.ProbeMCP.Event()
 	require.NoError(t, err)
-	result, functionError := invokeRaw(t, em, payload)
+	result, functionError := em.invokeRaw(t, payload)
 	if functionError == "" {
 		assert.Error(t, deployhook.ProbeMCP.Judge(result), "a version that cannot fetch its keys must not pass: %s", result)
 	}
-}
-
-// invokeRaw posts one event and returns the payload and the function
-// error type the emulator reports (empty when the function succeeded).
-func invokeRaw(t *testing.T, em *emulator, event []byte) ([]byte, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, em.invokeURL, bytes.NewReader(event))
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err, "invoke")
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	em.recordBootstraps()
-	errType := resp.Header.Get("X-Amz-Function-Error") + resp.Header.Get("Lambda-Runtime-Function-Error-Type")
-	if errType == "" && resp.StatusCode != http.StatusOK {
-		errType = resp.Status
-	}
-	return body, errType
 }
