@@ -17,10 +17,13 @@ Patches, each in its own module, are installed unless switched off:
 ``stream_retention`` (stream records and shard iterators bounded) and
 ``gc_pauses`` (full garbage collections walk only what is new).
 ``request_timing`` logs each request's timing when asked to.
+``request_validation`` refuses, as DynamoDB does, requests moto would have
+served (unused or undefined expression placeholders, index key attributes of
+the wrong type); it stays on under ``--stock``.
 
 Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock] [--stock-transactions]
                       [--stock-serializer] [--stock-update-expressions] [--stock-queries]
-                      [--stock-gc]
+                      [--stock-gc] [--no-request-validation]
                       [--stream-retention-seconds 86400] [--stream-max-records 10000]
                       [--timing-log PATH]
 After binding it prints exactly one line ``LISTENING <port>`` to stdout, then
@@ -47,6 +50,7 @@ import fast_update_expressions
 import gc_pauses
 import indexed_queries
 import request_timing
+import request_validation
 import stream_retention
 
 
@@ -192,6 +196,12 @@ def main(argv=None):
         help="leave CPython's garbage collector as it is (full collections walk all of moto and every item)",
     )
     parser.add_argument(
+        "--no-request-validation",
+        action="store_true",
+        help="accept what moto accepts: unused expression attribute values, undefined placeholders "
+        "(answered 500), index key attributes of the wrong type (DynamoDB refuses all of them)",
+    )
+    parser.add_argument(
         "--stream-retention-seconds",
         type=float,
         default=stream_retention.DEFAULT_RETENTION_SECONDS,
@@ -216,6 +226,8 @@ def main(argv=None):
     if args.stock:
         args.stock_transactions = args.stock_serializer = args.stock_update_expressions = True
         args.stock_queries = True
+    if not args.no_request_validation:
+        request_validation.install()
     if not args.stock_transactions:
         fast_transactions.install()
     if not args.stock_serializer:
