@@ -45,14 +45,23 @@ venv: $(VENV_STAMP) $(TOOLS_STAMP) ## Create the Python virtualenvs (.venv engin
 
 # Each virtualenv is rebuilt from scratch when its requirements change, so
 # no package from an older pin set lingers. The stamp is written last: an
-# interrupted install is redone on the next run.
-$(VENV_STAMP): $(ENGINE_DIR)/requirements.txt $(ENGINE_DIR)/constraints.txt
+# interrupted install is redone on the next run. A virtualenv whose python
+# no longer runs or no longer finds its packages (the interpreter it was
+# made from was upgraded or removed) is rebuilt too, whatever its stamp says:
+# otherwise the engine's "run make venv" would find nothing to do. The check
+# looks the package up without importing it (~20 ms).
+venv_broken = $(shell $(1)/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("$(2)") is None)' \
+	>/dev/null 2>&1 || echo venv-rebuild)
+.PHONY: venv-rebuild
+venv-rebuild:
+
+$(VENV_STAMP): $(ENGINE_DIR)/requirements.txt $(ENGINE_DIR)/constraints.txt $(call venv_broken,$(VENV),moto)
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements.txt
 	touch $@
 
-$(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-tools.txt
+$(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-tools.txt $(call venv_broken,$(TOOLS_VENV),cfnlint)
 	rm -rf $(TOOLS_VENV)
 	$(PYTHON) -m venv $(TOOLS_VENV)
 	$(TOOLS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements-tools.txt
@@ -137,7 +146,7 @@ conformance: $(VENV_STAMP) client-deps ## Run the MCP conformance suite over pla
 		-run '^TestConformanceSuiteScoresTheSameOverHTTPAndThroughTheAdapter$$' ./test/rie/ \
 		| grep -v -e '^=== ' -e '^--- PASS' -e '^PASS$$'
 
-$(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt
+$(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt $(call venv_broken,$(CLIENTS_VENV),mcp)
 	rm -rf $(CLIENTS_VENV)
 	$(PYTHON) -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(CLIENTS_DIR)/python/requirements.txt
