@@ -31,6 +31,7 @@ serves until killed (SIGTERM/SIGINT exit 0).
 """
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -43,6 +44,7 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import make_server
+from werkzeug.wsgi import get_input_stream
 
 import fast_attribute_values
 import fast_transactions
@@ -61,8 +63,26 @@ class QuietRequestHandler(MotoRequestHandler):
         pass
 
 
+def read_body(environ):
+    """Read the whole request body from the client now, outside the lock.
+
+    moto reads it from the socket lazily, while it serves the request: a
+    client that sent the headers and part of the body, then stalled (stopped,
+    paused in a debugger, descheduled between two segments of a large body),
+    held the lock, and every other client waited until it went on or hung up.
+    """
+    stream = get_input_stream(environ)  # empty when there is no Content-Length, as moto reads it
+    body = stream.read()
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ.pop("wsgi.input_terminated", None)
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+
+
 def serialized(app, timing=None, collector=None):
-    """The WSGI app with every request handled under one lock, body included.
+    """The WSGI app with every request handled under one lock, response body included.
+
+    The request body is read before the lock is taken (read_body).
 
     With a gc_pauses.Collector, full collections' survivors are frozen
     between requests; with a request_timing.TimingLog, each request's lock
@@ -85,6 +105,7 @@ def serialized(app, timing=None, collector=None):
         return body
 
     def handle(environ, start_response):
+        read_body(environ)
         if timing is not None:
             return [timing.timed(lock, serve, environ, start_response)]
         with lock:
