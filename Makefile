@@ -5,7 +5,21 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3
+# The pinned Python packages need Python 3.11 or later (joserfc, which
+# moto[server] needs, requires it). PYTHON is the first of PYTHON_CANDIDATES
+# that is recent enough (so a machine whose python3 is older but that has a
+# python3.12, say, needs nothing more); each virtualenv recipe refuses an
+# older one with a clear message. Expanded only when a virtualenv is built.
+PYTHON_MIN := 3.11
+PYTHON_CANDIDATES ?= python3 python3.14 python3.13 python3.12 python3.11
+python_ok = $(1) -c 'import sys; sys.exit(sys.version_info < ($(subst .,$(comma) ,$(PYTHON_MIN))))' >/dev/null 2>&1
+comma := ,
+PYTHON ?= $(or $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(if $(shell $(call python_ok,$(p)) && echo ok),$(p)))),python3)
+define check_python
+@$(call python_ok,$(PYTHON)) || { echo "make: the Python tooling (local engine, cfn-lint/sam, MCP client) needs Python $(PYTHON_MIN) or later;" \
+	"none of $(PYTHON_CANDIDATES) is ($(PYTHON): $$($(PYTHON) --version 2>&1 || echo not found))." \
+	"Install one, or name it: make PYTHON=/path/to/python3.12 ..." >&2; exit 1; }
+endef
 GO ?= go
 
 ENGINE_DIR := infra/engine
@@ -45,14 +59,25 @@ venv: $(VENV_STAMP) $(TOOLS_STAMP) ## Create the Python virtualenvs (.venv engin
 
 # Each virtualenv is rebuilt from scratch when its requirements change, so
 # no package from an older pin set lingers. The stamp is written last: an
-# interrupted install is redone on the next run.
-$(VENV_STAMP): $(ENGINE_DIR)/requirements.txt $(ENGINE_DIR)/constraints.txt
+# interrupted install is redone on the next run. A virtualenv whose python
+# no longer runs or no longer finds its packages (the interpreter it was
+# made from was upgraded or removed) is rebuilt too, whatever its stamp says:
+# otherwise the engine's "run make venv" would find nothing to do. The check
+# looks the package up without importing it (~20 ms).
+venv_broken = $(shell $(1)/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("$(2)") is None)' \
+	>/dev/null 2>&1 || echo venv-rebuild)
+.PHONY: venv-rebuild
+venv-rebuild:
+
+$(VENV_STAMP): $(ENGINE_DIR)/requirements.txt $(ENGINE_DIR)/constraints.txt $(call venv_broken,$(VENV),moto)
+	$(check_python)
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements.txt
 	touch $@
 
-$(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-tools.txt
+$(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-tools.txt $(call venv_broken,$(TOOLS_VENV),cfnlint)
+	$(check_python)
 	rm -rf $(TOOLS_VENV)
 	$(PYTHON) -m venv $(TOOLS_VENV)
 	$(TOOLS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(ENGINE_DIR)/requirements-tools.txt
@@ -137,7 +162,8 @@ conformance: $(VENV_STAMP) client-deps ## Run the MCP conformance suite over pla
 		-run '^TestConformanceSuiteScoresTheSameOverHTTPAndThroughTheAdapter$$' ./test/rie/ \
 		| grep -v -e '^=== ' -e '^--- PASS' -e '^PASS$$'
 
-$(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt
+$(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/python/constraints.txt $(call venv_broken,$(CLIENTS_VENV),mcp)
+	$(check_python)
 	rm -rf $(CLIENTS_VENV)
 	$(PYTHON) -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/python -m pip install $(PIP_FLAGS) -r $(CLIENTS_DIR)/python/requirements.txt

@@ -135,10 +135,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		case <-ctx.Done():
 			logger.Info("stopping")
 			return nil
+		case <-engine.Exited():
+			return fmt.Errorf("the local engine %s died under the running stack; start make run again: %w",
+				engine.Endpoint(), engine.ExitError())
 		case err := <-s.Errors():
-			return err
+			return engineDied(engine, err)
 		case err := <-pollErrs:
-			return err
+			return engineDied(engine, err)
 		case <-ticker.C:
 			// Each sweep gets what a reconciler invocation gets: time for its
 			// reserve and a whole claimed dispatch, not just the tick.
@@ -193,6 +196,18 @@ func newStreamPoller(ctx context.Context, engine *localengine.Engine, table stri
 		StreamARN: aws.ToString(desc.Table.LatestStreamArn), Region: engine.Region(), Trigger: tr,
 		Logger: logger.With("path", "stream"),
 	}, handler)
+}
+
+// engineDied names the engine's death as the cause of err when the engine
+// this stack started has ended (a poller or server failing because of it).
+func engineDied(engine *localengine.Engine, err error) error {
+	select {
+	case <-engine.Exited():
+		return fmt.Errorf("the local engine %s died under the running stack; start make run again: %w (then: %v)",
+			engine.Endpoint(), engine.ExitError(), err)
+	default:
+		return err
+	}
 }
 
 // sweepTimeout bounds one sweep like the reconciler Lambda's timeout does.

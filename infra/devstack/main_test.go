@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,12 +76,70 @@ func TestMakeRunServesTheWholeSystemAndStopsEverything(t *testing.T) {
 	assert.Error(t, err, "the MCP endpoint is closed")
 }
 
+// When the engine dies under a running `make run` (killed, out of memory,
+// a crash in moto), the devstack must stop and say so, whatever reconciler
+// triggers it runs: otherwise it keeps serving an MCP endpoint whose every
+// write answers TEMPORARY_UNAVAILABLE. With the stream trigger on, the
+// poller's failing GetRecords happened to stop it; with -stream=false
+// nothing did.
+func TestMakeRunStopsWhenItsEngineDies(t *testing.T) {
+	for _, streamOn := range []bool{false, true} {
+		t.Run("stream="+strconv.FormatBool(streamOn), func(t *testing.T) {
+			d := startDevstack(t, "-stream="+strconv.FormatBool(streamOn))
+			pid := childEngine(t)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			select {
+			case <-d.exited:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("make run still running 15 s after its engine died:\n%s", d.log.String())
+			}
+			require.Error(t, d.exitErr)
+			assert.Contains(t, d.exitErr.Error(), "engine exited")
+		})
+	}
+}
+
+// childEngine is the pid of the one moto launcher this test process started.
+func childEngine(t *testing.T) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var found []int
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(dir.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", dir.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", dir.Name(), "cmdline"))
+		if bytes.Contains(cmdline, []byte("moto_server.py")) {
+			found = append(found, pid)
+		}
+	}
+	require.Len(t, found, 1, "moto launchers started by this test process")
+	return found[0]
+}
+
 // devstack is a running `make run`.
 type devstack struct {
 	env  map[string]string
 	log  *syncBuffer // the banner and progress (stderr)
 	out  *syncBuffer // audit records, metrics and the replicas' logs (stdout)
 	stop func() error
+	// exited is closed when run returned by itself or by stop; exitErr is
+	// what it returned (read it after exited is closed).
+	exited  chan struct{}
+	exitErr error
 }
 
 func startDevstack(t *testing.T, args ...string) *devstack {
@@ -88,18 +147,21 @@ func startDevstack(t *testing.T, args ...string) *devstack {
 	envPath := filepath.Join(t.TempDir(), "env")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	d := &devstack{log: &syncBuffer{}, out: &syncBuffer{}}
+	d := &devstack{log: &syncBuffer{}, out: &syncBuffer{}, exited: make(chan struct{})}
 	args = append([]string{"-addr", "127.0.0.1:0", "-env-file", envPath,
 		"-table", "devstack-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, args...)
-	go func() { done <- run(ctx, args, d.out, d.log) }()
-	var once sync.Once
-	var stopErr error
+	go func() {
+		d.exitErr = run(ctx, args, d.out, d.log)
+		close(d.exited)
+	}()
+	go func() {
+		<-d.exited
+		done <- d.exitErr
+	}()
 	d.stop = func() error {
-		once.Do(func() {
-			cancel()
-			stopErr = <-done
-		})
-		return stopErr
+		cancel()
+		<-d.exited
+		return d.exitErr
 	}
 	t.Cleanup(func() { _ = d.stop() })
 	d.env = waitForEnv(t, envPath, done)

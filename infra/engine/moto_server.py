@@ -17,10 +17,13 @@ Patches, each in its own module, are installed unless switched off:
 ``stream_retention`` (stream records and shard iterators bounded) and
 ``gc_pauses`` (full garbage collections walk only what is new).
 ``request_timing`` logs each request's timing when asked to.
+``request_validation`` refuses, as DynamoDB does, requests moto would have
+served (unused or undefined expression placeholders, index key attributes of
+the wrong type); it stays on under ``--stock``.
 
 Usage: moto_server.py [--host 127.0.0.1] [--port 0] [--stock] [--stock-transactions]
                       [--stock-serializer] [--stock-update-expressions] [--stock-queries]
-                      [--stock-gc]
+                      [--stock-gc] [--no-request-validation]
                       [--stream-retention-seconds 86400] [--stream-max-records 10000]
                       [--timing-log PATH]
 After binding it prints exactly one line ``LISTENING <port>`` to stdout, then
@@ -28,6 +31,7 @@ serves until killed (SIGTERM/SIGINT exit 0).
 """
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -40,6 +44,7 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import make_server
+from werkzeug.wsgi import get_input_stream
 
 import fast_attribute_values
 import fast_transactions
@@ -47,6 +52,7 @@ import fast_update_expressions
 import gc_pauses
 import indexed_queries
 import request_timing
+import request_validation
 import stream_retention
 
 
@@ -57,8 +63,26 @@ class QuietRequestHandler(MotoRequestHandler):
         pass
 
 
+def read_body(environ):
+    """Read the whole request body from the client now, outside the lock.
+
+    moto reads it from the socket lazily, while it serves the request: a
+    client that sent the headers and part of the body, then stalled (stopped,
+    paused in a debugger, descheduled between two segments of a large body),
+    held the lock, and every other client waited until it went on or hung up.
+    """
+    stream = get_input_stream(environ)  # empty when there is no Content-Length, as moto reads it
+    body = stream.read()
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ.pop("wsgi.input_terminated", None)
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+
+
 def serialized(app, timing=None, collector=None):
-    """The WSGI app with every request handled under one lock, body included.
+    """The WSGI app with every request handled under one lock, response body included.
+
+    The request body is read before the lock is taken (read_body).
 
     With a gc_pauses.Collector, full collections' survivors are frozen
     between requests; with a request_timing.TimingLog, each request's lock
@@ -81,6 +105,7 @@ def serialized(app, timing=None, collector=None):
         return body
 
     def handle(environ, start_response):
+        read_body(environ)
         if timing is not None:
             return [timing.timed(lock, serve, environ, start_response)]
         with lock:
@@ -192,6 +217,12 @@ def main(argv=None):
         help="leave CPython's garbage collector as it is (full collections walk all of moto and every item)",
     )
     parser.add_argument(
+        "--no-request-validation",
+        action="store_true",
+        help="accept what moto accepts: unused expression attribute values, undefined placeholders "
+        "(answered 500), index key attributes of the wrong type (DynamoDB refuses all of them)",
+    )
+    parser.add_argument(
         "--stream-retention-seconds",
         type=float,
         default=stream_retention.DEFAULT_RETENTION_SECONDS,
@@ -216,6 +247,8 @@ def main(argv=None):
     if args.stock:
         args.stock_transactions = args.stock_serializer = args.stock_update_expressions = True
         args.stock_queries = True
+    if not args.no_request_validation:
+        request_validation.install()
     if not args.stock_transactions:
         fast_transactions.install()
     if not args.stock_serializer:

@@ -159,6 +159,37 @@ func (e *Engine) Reset(ctx context.Context) error {
 	return nil
 }
 
+// Exited is closed when the engine process this package started has ended,
+// by Stop or by itself (killed, out of memory, a crash); for engines it did
+// not start it is nil, which never becomes ready in a select.
+func (e *Engine) Exited() <-chan struct{} {
+	if e.proc == nil {
+		return nil
+	}
+	return e.proc.exited
+}
+
+// ExitError says how the engine process ended, with the last of its
+// stderr; nil while it runs or when this package did not start it.
+func (e *Engine) ExitError() error {
+	if e.proc == nil {
+		return nil
+	}
+	select {
+	case <-e.proc.exited:
+	default:
+		return nil
+	}
+	status := "exit status 0"
+	if e.proc.waitErr != nil {
+		status = e.proc.waitErr.Error()
+	}
+	if tail := e.proc.tail.String(); tail != "" {
+		return fmt.Errorf("engine exited (%s): %s", status, tail)
+	}
+	return fmt.Errorf("engine exited (%s)", status)
+}
+
 // Stop ends the engine process this package started and waits for it; for
 // external engines it does nothing. Calling it again is harmless.
 func (e *Engine) Stop() error {

@@ -134,6 +134,30 @@ func TestAnIdleConnectionDoesNotBlockOtherClients(t *testing.T) {
 	assert.NoError(t, err, "a request behind an idle and a half-sent connection is answered")
 }
 
+// A client that sent a request's headers and part of its body, then
+// stalls (a process stopped or paused in a debugger, a writer descheduled
+// between two segments of a large body on a loaded host), must not hold
+// the lock every request is served under: the body is read before it.
+func TestAClientStalledMidBodyDoesNotBlockOtherClients(t *testing.T) {
+	ctx := context.Background()
+	e, client := startOwnMoto(t)
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(e.Endpoint(), "http://"))
+	require.NoError(t, err)
+	defer stalled.Close()
+	body := `{"TableName":"t","Key":{"pk":{"S":"k"}}}`
+	_, err = stalled.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n" +
+		"X-Amz-Target: DynamoDB_20120810.GetItem\r\n" +
+		"Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body[:5])) // the rest never comes
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the engine has the headers and is reading the body
+
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = client.ListTables(callCtx, &dynamodb.ListTablesInput{})
+	assert.NoError(t, err, "a request behind a connection stalled mid-body is answered")
+}
+
 // The engine keeps at most --stream-max-records stream records per table:
 // the oldest are dropped, sequence numbers go on, and an iterator handed
 // out before the drop reads on from the oldest record kept.

@@ -52,6 +52,7 @@ type motoProcess struct {
 	endpoint string
 	exited   chan struct{} // closed once Wait returned
 	waitErr  error         // valid after exited is closed
+	tail     *tailBuffer   // the last of its stderr
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -80,7 +81,7 @@ func startMoto(ctx context.Context, root string, launcherArgs ...string) (*motoP
 		return nil, fmt.Errorf("start moto: %w", err)
 	}
 
-	p := &motoProcess{cmd: cmd, exited: make(chan struct{})}
+	p := &motoProcess{cmd: cmd, exited: make(chan struct{}), tail: tail}
 	ports := make(chan string, 1)
 	readDone := make(chan struct{})
 	go func() {
