@@ -15,8 +15,9 @@ var (
 	// ErrHolderMissing: a business key names an operation that no longer
 	// exists (expired by TTL while the key stayed). An operator must look.
 	ErrHolderMissing = errors.New("business key held by a missing operation")
-	// ErrNotWritten: the call failed before its write was sent; nothing of
-	// it is in the table.
+	// ErrNotWritten: the call failed before its write was sent, or every
+	// attempt of it was a transaction the engine cancelled whole; nothing
+	// of it is in the table.
 	ErrNotWritten = errors.New("nothing was written")
 )
 

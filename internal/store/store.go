@@ -180,9 +180,14 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 			res, retry, derr := s.decodeInsertCancel(ctx, op, nonce, cancelled.CancellationReasons)
 			if retry && attempt < s.cfg.ConflictRetries {
 				if werr := backoff(ctx, attempt); werr != nil {
-					return InsertResult{}, werr
+					return InsertResult{}, fmt.Errorf("%w: %w", ErrNotWritten, werr)
 				}
 				continue
+			}
+			if retry {
+				// Every attempt was cancelled whole, and a cancelled
+				// transaction applies nothing.
+				return InsertResult{}, fmt.Errorf("%w: %w", ErrNotWritten, derr)
 			}
 			return res, derr
 		case errors.As(err, &mismatch):

@@ -618,3 +618,75 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "ESCALATED")
 	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
 }
+
+// conflicting answers the first `times` insert transactions itself, as
+// DynamoDB does when another transaction holds one of the items: cancelled
+// whole with a TransactionConflict reason, nothing applied. The local
+// engine runs one request at a time and never answers this. times < 0:
+// every one.
+type conflicting struct {
+	next  dynamodb.HTTPClient
+	times int
+	seen  atomic.Int32
+}
+
+func (c *conflicting) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		return c.next.Do(req)
+	}
+	n := int(c.seen.Add(1))
+	if c.times >= 0 && n > c.times {
+		return c.next.Do(req)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	body := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
+		`"Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]",` +
+		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"}]}`
+	return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"conflict-test"}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req}, nil
+}
+
+func (f fixture) storeThrough(t *testing.T, wrap func(dynamodb.HTTPClient) dynamodb.HTTPClient) *store.Store {
+	t.Helper()
+	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) { o.HTTPClient = wrap(o.HTTPClient) })
+	st, err := store.New(db, store.Config{Table: f.table})
+	require.NoError(t, err)
+	return st
+}
+
+// A transaction DynamoDB cancels for a conflict with another one applied
+// nothing and says nothing final: the insert is tried again and lands once.
+func TestAnInsertCancelledByATransactionConflictIsTriedAgainAndLandsOnce(t *testing.T) {
+	f := newFixture(t)
+	c := &conflicting{times: 2}
+	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { c.next = next; return c })
+	op := newOp(t, "client-a", "op-conflict-01", "bk|conflict-then-free", "r")
+	res, err := st.InsertIfAbsent(context.Background(), op)
+	require.NoError(t, err)
+	assert.Equal(t, store.Inserted, res.Kind)
+	assert.EqualValues(t, 3, c.seen.Load(), "two cancelled attempts, then the one that landed")
+	stored, err := f.st.Get(context.Background(), op.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), stored.Version)
+}
+
+// When the conflict outlasts the retries, every attempt was cancelled
+// whole: the caller is told nothing was written (so "nothing was recorded
+// or sent; retry with the same operation_id"), not that the outcome is
+// unknown, and indeed nothing is in the table.
+func TestAnInsertWhoseTransactionConflictPersistsSaysNothingWasWritten(t *testing.T) {
+	f := newFixture(t)
+	c := &conflicting{times: -1}
+	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { c.next = next; return c })
+	op := newOp(t, "client-a", "op-conflict-02", "bk|conflict-forever", "r")
+	_, err := st.InsertIfAbsent(context.Background(), op)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, store.ErrNotWritten)
+	_, err = f.st.Get(context.Background(), op.Handle)
+	assert.ErrorIs(t, err, store.ErrNotFound)
+}
