@@ -619,19 +619,29 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
 }
 
-// conflicting answers the first `times` insert transactions itself, as
-// DynamoDB does when another transaction holds one of the items: cancelled
-// whole with a TransactionConflict reason, nothing applied. The local
-// engine runs one request at a time and never answers this. times < 0:
-// every one.
+// conflicting answers the first `times` requests of action itself, as
+// DynamoDB does when another transaction holds one of their items: a
+// transaction cancelled whole with a TransactionConflict reason, a single
+// write refused with TransactionConflictException; nothing applied. The
+// local engine runs one request at a time and never answers this.
+// times < 0: every one.
 type conflicting struct {
-	next  dynamodb.HTTPClient
-	times int
-	seen  atomic.Int32
+	next   dynamodb.HTTPClient
+	action string
+	times  int
+	seen   atomic.Int32
 }
 
+const (
+	transactionConflictCancel = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
+		`"Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]",` +
+		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"}]}`
+	transactionConflictWrite = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException",` +
+		`"message":"Transaction is ongoing for the item"}`
+)
+
 func (c *conflicting) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) {
 		return c.next.Do(req)
 	}
 	n := int(c.seen.Add(1))
@@ -642,9 +652,10 @@ func (c *conflicting) Do(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		req.Body.Close()
 	}
-	body := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
-		`"Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]",` +
-		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"}]}`
+	body := transactionConflictWrite
+	if c.action == "TransactWriteItems" {
+		body = transactionConflictCancel
+	}
 	return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"conflict-test"}},
 		Body:          io.NopCloser(strings.NewReader(body)),
@@ -663,7 +674,7 @@ func (f fixture) storeThrough(t *testing.T, wrap func(dynamodb.HTTPClient) dynam
 // nothing and says nothing final: the insert is tried again and lands once.
 func TestAnInsertCancelledByATransactionConflictIsTriedAgainAndLandsOnce(t *testing.T) {
 	f := newFixture(t)
-	c := &conflicting{times: 2}
+	c := &conflicting{action: "TransactWriteItems", times: 2}
 	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { c.next = next; return c })
 	op := newOp(t, "client-a", "op-conflict-01", "bk|conflict-then-free", "r")
 	res, err := st.InsertIfAbsent(context.Background(), op)
@@ -681,7 +692,7 @@ func TestAnInsertCancelledByATransactionConflictIsTriedAgainAndLandsOnce(t *test
 // unknown, and indeed nothing is in the table.
 func TestAnInsertWhoseTransactionConflictPersistsSaysNothingWasWritten(t *testing.T) {
 	f := newFixture(t)
-	c := &conflicting{times: -1}
+	c := &conflicting{action: "TransactWriteItems", times: -1}
 	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { c.next = next; return c })
 	op := newOp(t, "client-a", "op-conflict-02", "bk|conflict-forever", "r")
 	_, err := st.InsertIfAbsent(context.Background(), op)
@@ -689,4 +700,46 @@ func TestAnInsertWhoseTransactionConflictPersistsSaysNothingWasWritten(t *testin
 	assert.ErrorIs(t, err, store.ErrNotWritten)
 	_, err = f.st.Get(context.Background(), op.Handle)
 	assert.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// A transition refused because another transaction holds the item (the
+// FAILED release of a business key, say) applied nothing and decided
+// nothing: it is tried again, and lands or meets the other writer's version
+// as stale. Given up, it says nothing was written.
+func TestATransitionRefusedForATransactionConflictIsTriedAgain(t *testing.T) {
+	for _, c := range []struct {
+		name, action string
+		event        operation.EventType
+		state        operation.State
+	}{
+		{"an update", "UpdateItem", operation.EventClientTimeout, operation.StateUnknown},
+		{"the FAILED release transaction", "TransactWriteItems", operation.EventBusinessRejected, operation.StateFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			op := newOp(t, "client-a", "op-conflict-10", "bk|transition-"+c.action, "r")
+			f.insert(t, op)
+			once := &conflicting{action: c.action, times: 1}
+			st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { once.next = next; return once })
+			next, err := st.Transition(ctx, op, operation.Event{Type: c.event, At: t0.Add(time.Second)})
+			require.NoError(t, err)
+			assert.Equal(t, c.state, next.State)
+			assert.EqualValues(t, 2, once.seen.Load())
+			stored, err := f.st.Get(ctx, op.Handle)
+			require.NoError(t, err)
+			assert.Equal(t, int64(2), stored.Version, "applied once")
+
+			other := newOp(t, "client-a", "op-conflict-11", "bk|transition-forever-"+c.action, "r")
+			f.insert(t, other)
+			always := &conflicting{action: c.action, times: -1}
+			st = f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { always.next = next; return always })
+			_, err = st.Transition(ctx, other, operation.Event{Type: c.event, At: t0.Add(time.Second)})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, store.ErrNotWritten)
+			stored, err = f.st.Get(ctx, other.Handle)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), stored.Version, "nothing applied")
+		})
+	}
 }

@@ -46,19 +46,21 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 		return operation.Operation{}, fmt.Errorf("transition %s: %w", current.Handle, err)
 	}
 
-	switch next.State {
-	case operation.StateFailed:
-		err = s.transitionReleasingBusinessKey(ctx, current, update)
-	default:
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.cfg.Table), Key: update.Key,
-			UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
-			ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			err = staleFrom(current.Handle, ccf.Item)
+	// A write refused because another transaction holds the item applied
+	// nothing and decided nothing: tried again, it lands, or meets the
+	// other writer's version as stale.
+	for attempt := 0; ; attempt++ {
+		err = s.writeTransition(ctx, current, next, update)
+		if !transactionConflict(err) {
+			break
+		}
+		if attempt >= s.cfg.ConflictRetries {
+			err = fmt.Errorf("%w: %w", ErrNotWritten, err)
+			break
+		}
+		if werr := backoff(ctx, attempt); werr != nil {
+			err = fmt.Errorf("%w: %w", ErrNotWritten, werr)
+			break
 		}
 	}
 	var stale *StaleError
@@ -69,6 +71,44 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 		return operation.Operation{}, fmt.Errorf("transition %s %s->%s: %w", current.Handle, current.State, next.State, err)
 	}
 	return next, nil
+}
+
+// writeTransition writes next over current: one conditional update, or for
+// FAILED the update and the business key's release in one transaction.
+func (s *Store) writeTransition(ctx context.Context, current, next operation.Operation, update *types.Update) error {
+	if next.State == operation.StateFailed {
+		return s.transitionReleasingBusinessKey(ctx, current, update)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.cfg.Table), Key: update.Key,
+		UpdateExpression: update.UpdateExpression, ConditionExpression: update.ConditionExpression,
+		ExpressionAttributeNames: update.ExpressionAttributeNames, ExpressionAttributeValues: update.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return staleFrom(current.Handle, ccf.Item)
+	}
+	return err
+}
+
+// transactionConflict reports a write refused because another transaction
+// held one of its items: TransactionConflictException for a single write, a
+// cancellation naming TransactionConflict for a transaction.
+func transactionConflict(err error) bool {
+	var conflict *types.TransactionConflictException
+	if errors.As(err, &conflict) {
+		return true
+	}
+	var cancelled *types.TransactionCanceledException
+	if errors.As(err, &cancelled) {
+		for _, r := range cancelled.CancellationReasons {
+			if code(r) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ownWrite reports whether stored is exactly next: same version and, as
