@@ -1,10 +1,7 @@
 package gateway_test
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -25,23 +22,7 @@ func (w *taskWorld) postWithHeaders(t *testing.T, method string, params map[stri
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{
 			"extensions": map[string]any{tasks.Extension: map[string]any{}}},
 	}
-	raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, w.url, bytes.NewReader(raw))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(data, &out), "%s", data)
-	return resp.StatusCode, out
+	return w.postRPC(t, method, params, header)
 }
 
 // pendingTask opens a 2026-07-28 task whose operation stays PENDING (the

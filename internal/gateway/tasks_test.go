@@ -120,20 +120,33 @@ func (w *taskWorld) post(t *testing.T, version, method string, params map[string
 		meta["io.modelcontextprotocol/protocolVersion"] = version
 		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "raw", "version": "1"}
 	}
+	header := http.Header{}
+	header.Set("MCP-Protocol-Version", version)
+	if version >= "2026-07-28" {
+		header.Set("Mcp-Method", method)
+		if name, ok := params["name"].(string); ok {
+			header.Set("Mcp-Name", name)
+		} else if id, ok := params["taskId"].(string); ok {
+			header.Set("Mcp-Name", id)
+		}
+	}
+	_, out := w.postRPC(t, method, params, header)
+	return out
+}
+
+// postRPC posts one JSON-RPC request with the content negotiation headers
+// and exactly the others given, and returns the HTTP status and the
+// decoded body.
+func (w *taskWorld) postRPC(t *testing.T, method string, params map[string]any, header http.Header) (int, map[string]any) {
+	t.Helper()
 	raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, w.url, bytes.NewReader(raw))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", version)
-	if version >= "2026-07-28" {
-		req.Header.Set("Mcp-Method", method)
-		if name, ok := params["name"].(string); ok {
-			req.Header.Set("Mcp-Name", name)
-		} else if id, ok := params["taskId"].(string); ok {
-			req.Header.Set("Mcp-Name", id)
-		}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -142,7 +155,7 @@ func (w *taskWorld) post(t *testing.T, version, method string, params map[string
 	require.NoError(t, err)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(data, &out), "%s", data)
-	return out
+	return resp.StatusCode, out
 }
 
 func refundCall(opID string, task bool) map[string]any {
