@@ -101,13 +101,6 @@ func Build(ctx context.Context, cfg Config, opts Options) (a *App, err error) {
 	if opts.PrefetchJWKS {
 		jwks = startJWKSFetch(ctx, cfg, tracer, logger)
 	}
-	if jwks != nil {
-		defer func() {
-			if err != nil {
-				_ = jwks.close(context.WithoutCancel(ctx))
-			}
-		}()
-	}
 	cfg, err = resolveAPIKeys(ctx, cfg, awsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -198,13 +191,9 @@ func newMetrics(out io.Writer, clock func() time.Time, stage string, logger *slo
 	return obs.NewMetrics(out, metricsNamespace, clock).WithBaseDimensions(map[string]string{obs.DimStage: stage}).WithErrorLog(logger)
 }
 
-// Close releases background work (the JWKS cache) and the trace socket.
+// Close releases the trace socket.
 func (a *App) Close(ctx context.Context) error {
-	var errs []error
-	if a.jwks != nil {
-		errs = append(errs, a.jwks.close(ctx))
-	}
-	return errors.Join(append(errs, a.Tracer.Close())...)
+	return a.Tracer.Close()
 }
 
 // Handler is the whole HTTP surface: RFC 9728 metadata (public) and the MCP
@@ -258,11 +247,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 		}
 		a.verifier = v
 		if a.Config.TrustGatewayAuthorizer {
-			rsa, err := v.HasKeyType(ctx, "RSA")
-			if err != nil {
-				return nil, fmt.Errorf("app: %w", err)
-			}
-			if !rsa {
+			if !v.HasKeyType("RSA") {
 				return nil, fmt.Errorf("app: INTENTGATE_TRUST_GATEWAY_AUTHORIZER=true (GatewayJwtAuthorizer) needs an issuer signing with RSA: "+
 					"API Gateway's JWT authorizer verifies RSA signatures only, and %s has no RSA signing key (use GatewayJwtAuthorizer=false)", a.Config.JWKSURL)
 			}

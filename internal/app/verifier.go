@@ -54,12 +54,3 @@ func (f *jwksFetch) wait(ctx context.Context) (*auth.Verifier, error) {
 		return nil, fmt.Errorf("waiting for the JWKS fetch: %w", ctx.Err())
 	}
 }
-
-// close waits for the fetch and stops the verifier's key refresh.
-func (f *jwksFetch) close(ctx context.Context) error {
-	v, err := f.wait(ctx)
-	if err != nil || v == nil {
-		return nil // nothing was started, or the caller gave up waiting
-	}
-	return v.Close(ctx)
-}

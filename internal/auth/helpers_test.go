@@ -62,7 +62,6 @@ func newVerifier(t *testing.T, iss testIssuer, mutate ...func(*auth.VerifierConf
 	defer cancel()
 	v, err := auth.NewVerifier(ctx, cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = v.Close(context.Background()) })
 	return v
 }
 

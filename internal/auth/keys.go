@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 )
 
@@ -30,22 +29,15 @@ func isSignatureError(err error) bool {
 
 // keyFor returns the public key for kid fit for alg. An unknown kid
 // forces one JWKS refresh (rate limited) so rotated-in keys are picked up
-// before the background refresh would find them.
+// before the scheduled refresh would find them.
 func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
-	set, err := v.cache.Lookup(ctx, v.cfg.JWKSURL)
-	if err != nil {
-		// Only reachable if the cache lost the resource; try to fetch again.
-		if set, err = v.refresh.do(ctx, v.forceRefresh); err != nil || set == nil {
-			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
-		}
-	}
-	keys := keysWithID(set, kid)
-	if len(keys) == 0 {
-		refreshed, rerr := v.refresh.do(ctx, v.forceRefresh)
+	keys := v.currentKeys(ctx).withID(kid)
+	if !readable(keys) {
+		refreshed, rerr := v.refresh.do(ctx, v.fetchKeys)
 		if rerr == nil && refreshed != nil {
-			keys = keysWithID(refreshed, kid)
+			keys = refreshed.withID(kid)
 		}
-		if len(keys) == 0 && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
+		if !readable(keys) && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
 			// The issuer could not be asked: the kid may be a rotated-in key
 			// we have not seen, so the token can not be judged (503, not 401).
 			return nil, fmt.Errorf("%w: kid %s not cached: %w", ErrKeysUnavailable, quoteKid(kid), rerr)
@@ -53,12 +45,18 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		if len(keys) == 0 {
 			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %s is not in the JWKS", quoteKid(kid)), rerr))
 		}
+		if !readable(keys) {
+			return nil, invalid(ReasonUnknownKey, fmt.Errorf("kid %s: the JWKS's key cannot be read: %w", quoteKid(kid), keys[0].unreadable))
+		}
 	}
 	// Keys of different types may share a kid as equivalent alternatives
 	// (RFC 7517 §4.5), so the first key with the kid is not necessarily
 	// the one for alg: the first that fits it is.
 	var errs []error
 	for _, key := range keys {
+		if key.key == nil {
+			continue
+		}
 		pub, err := publicKeyFor(key, alg)
 		if err == nil {
 			return pub, nil
@@ -66,6 +64,52 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		errs = append(errs, err)
 	}
 	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %s: %w", quoteKid(kid), errors.Join(errs...)))
+}
+
+// currentKeys returns the keys fetched last. When they are due to be
+// fetched again it starts that fetch and does not wait for it: this
+// request, and any until it lands, are judged by the keys at hand.
+func (v *Verifier) currentKeys(ctx context.Context) *keySet {
+	set := v.keys.Load()
+	if !v.cfg.Clock().Before(set.due) && v.scheduled.CompareAndSwap(false, true) {
+		go v.scheduledRefresh(context.WithoutCancel(ctx), set)
+	}
+	return set
+}
+
+// scheduledRefresh fetches the JWKS found due in set. If that fails, set's
+// keys stay in use and the fetch is tried again after jwksMinInterval: an
+// issuer outage neither locks every caller out nor is asked on every
+// request.
+func (v *Verifier) scheduledRefresh(ctx context.Context, set *keySet) {
+	defer v.scheduled.Store(false)
+	_, err := v.refresh.do(ctx, v.fetchKeys)
+	if err == nil {
+		return
+	}
+	kept := *set
+	kept.due = v.cfg.Clock().Add(jwksMinInterval)
+	// Unless a refresh forced meanwhile has stored newer keys.
+	v.keys.CompareAndSwap(set, &kept)
+	if !errors.Is(err, errRefreshRateLimited) {
+		v.logger.WarnContext(ctx, "auth: JWKS refresh failed; the keys fetched before stay in use",
+			"jwks_url", v.cfg.JWKSURL, "retry_in", jwksMinInterval.String(), "error", err.Error())
+	}
+}
+
+// fetchKeys fetches and reads the JWKS and makes it the keys in use.
+func (v *Verifier) fetchKeys(ctx context.Context) (*keySet, error) {
+	body, keep, err := fetchJWKS(ctx, v.client, v.cfg.JWKSURL, v.cfg.Clock())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := parseJWKS(body)
+	if err != nil {
+		return nil, err
+	}
+	set := &keySet{keys: keys, due: v.cfg.Clock().Add(keep)}
+	v.keys.Store(set)
+	return set, nil
 }
 
 // maxKidShown is how much of a kid a refusal quotes: the kid is the
@@ -84,48 +128,18 @@ func quoteKid(kid string) string {
 	return fmt.Sprintf("%q... (%d bytes)", cut, len(kid))
 }
 
-// keysWithID returns the keys of set whose kid is kid, in set order.
-func keysWithID(set jwk.Set, kid string) []jwk.Key {
-	var keys []jwk.Key
-	for i := range set.Len() {
-		key, ok := set.Key(i)
-		if !ok {
-			continue
-		}
-		if id, ok := key.KeyID(); ok && id == kid {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
-func (v *Verifier) forceRefresh(ctx context.Context) (jwk.Set, error) {
-	set, err := v.cache.Refresh(ctx, v.cfg.JWKSURL)
-	if err != nil {
-		return nil, fmt.Errorf("refresh JWKS: %w", err)
-	}
-	return set, nil
-}
-
-// publicKeyFor exports key as a Go public key and checks it may verify alg:
+// publicKeyFor checks key may verify alg and returns its Go public key:
 // key type and curve match, declared use/alg (if any) agree, RSA is long
 // enough. jwx checks key/alg compatibility too; this keeps the rule local
 // and explicit.
-func publicKeyFor(key jwk.Key, alg string) (any, error) {
-	if use, ok := key.KeyUsage(); ok && use != "sig" {
-		return nil, fmt.Errorf("key use is %q, not sig", use)
+func publicKeyFor(key publicKey, alg string) (any, error) {
+	if key.use != "" && key.use != "sig" {
+		return nil, fmt.Errorf("key use is %q, not sig", key.use)
 	}
-	if kalg, ok := key.Algorithm(); ok && kalg.String() != alg {
-		return nil, fmt.Errorf("key is for %s, token says %s", kalg, alg)
+	if key.alg != "" && key.alg != alg {
+		return nil, fmt.Errorf("key is for %s, token says %s", key.alg, alg)
 	}
-	pubKey, err := jwk.PublicKeyOf(key)
-	if err != nil {
-		return nil, fmt.Errorf("public key: %w", err)
-	}
-	var raw any
-	if err := jwk.Export(pubKey, &raw); err != nil {
-		return nil, fmt.Errorf("export key: %w", err)
-	}
+	raw := key.key
 	switch {
 	case strings.HasPrefix(alg, "RS"), strings.HasPrefix(alg, "PS"):
 		pk, ok := raw.(*rsa.PublicKey)
@@ -177,7 +191,7 @@ type keyRefresher struct {
 type refreshCall struct {
 	started time.Time // wall clock
 	done    chan struct{}
-	set     jwk.Set
+	set     *keySet
 	err     error
 }
 
@@ -190,7 +204,7 @@ func (r *keyRefresher) wallClock() time.Time {
 
 var errRefreshRateLimited = errors.New("JWKS refresh rate limited")
 
-func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.Set, error)) (jwk.Set, error) {
+func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (*keySet, error)) (*keySet, error) {
 	r.mu.Lock()
 	now := r.wallClock()
 	stale := r.inflight != nil && now.Sub(r.inflight.started) >= refreshTimeout
@@ -232,7 +246,7 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (jwk.
 }
 
 // run performs one refresh for call and records its outcome.
-func (r *keyRefresher) run(ctx context.Context, call *refreshCall, fetch func(context.Context) (jwk.Set, error)) {
+func (r *keyRefresher) run(ctx context.Context, call *refreshCall, fetch func(context.Context) (*keySet, error)) {
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	set, err := fetch(ctx)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,9 +22,9 @@ func TestARefreshStaleByTheWallClockIsNotJoinedButStartedAfresh(t *testing.T) {
 	r := &keyRefresher{minInterval: 30 * time.Second, now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
 	frozen, started := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(frozen) })
-	fresh := jwk.NewSet()
+	fresh := &keySet{}
 	fetches := 0
-	fetch := func(ctx context.Context) (jwk.Set, error) {
+	fetch := func(ctx context.Context) (*keySet, error) {
 		mu.Lock()
 		fetches++
 		n := fetches

@@ -10,23 +10,16 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/httprc/v3"
-	"github.com/lestrrat-go/httprc/v3/errsink"
 	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 )
 
 const (
 	defaultSkew               = 30 * time.Second
 	defaultMinRefreshInterval = 30 * time.Second
-	// Background JWKS refresh bounds; Cache-Control from the JWKS server is
-	// honoured inside them.
-	jwksMinInterval = 5 * time.Minute
-	jwksMaxInterval = time.Hour
 	// maxTokenLen refuses absurd inputs before any parsing.
 	maxTokenLen = 16 << 10
 )
@@ -83,25 +76,37 @@ type VerifierConfig struct {
 	// RolesClaim names the roles claim (array of strings or space-separated
 	// string). Default "roles".
 	RolesClaim string
-	// HTTPClient fetches the JWKS. Default: jwx's fetch client (timeouts,
-	// no redirects to other hosts).
+	// HTTPClient fetches the JWKS. Default: a client with a 10 s timeout
+	// that follows redirects only within the JWKS URL's origin.
 	HTTPClient *http.Client
 	// MinRefreshInterval is the least time between two JWKS fetches forced by
 	// tokens with an unknown kid, so garbage kids cannot turn into a flood of
 	// fetches. Default 30s.
 	MinRefreshInterval time.Duration
-	// Logger receives background JWKS refresh failures. Default: discarded.
+	// Logger receives failures of the scheduled JWKS refresh. Default:
+	// discarded.
 	Logger *slog.Logger
+	// Clock is the wall clock, for tokens' exp, nbf and iat and for when
+	// the JWKS is due to be fetched again. Default time.Now (tests set it).
+	Clock func() time.Time
 }
 
 // Verifier verifies bearer tokens against a JWKS. Safe for concurrent use.
+//
+// It runs nothing in the background between requests (a Lambda instance
+// is frozen then): the JWKS is fetched again when a request finds it due,
+// while that request and the next go on with the keys already fetched,
+// and at once, rate limited, when a token names a kid it does not hold.
 type Verifier struct {
 	cfg     VerifierConfig
 	names   ClaimNames
 	algs    map[string]jwa.SignatureAlgorithm
-	cache   *jwk.Cache
-	stop    context.CancelFunc
+	client  *http.Client
+	logger  *slog.Logger
+	keys    atomic.Pointer[keySet]
 	refresh keyRefresher
+	// scheduled is set while a refresh found due by a request runs.
+	scheduled atomic.Bool
 }
 
 func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
@@ -127,6 +132,9 @@ func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
 	if cfg.MinRefreshInterval <= 0 {
 		cfg.MinRefreshInterval = defaultMinRefreshInterval
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	return cfg, nil
 }
 
@@ -147,68 +155,31 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		algs[name] = alg
 	}
 
-	sink := &firstFetchSink{}
-	if cfg.Logger != nil {
-		sink.next = errsink.NewSlog(cfg.Logger)
-	}
-	// The cache's workers must outlive ctx (often an init deadline).
-	cacheCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	cache, err := jwk.NewCache(cacheCtx, httprc.NewClient(httprc.WithErrorSink(sink)))
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("auth: start JWKS cache: %w", err)
-	}
-	regOpts := []jwk.RegisterOption{
-		jwk.WithMinInterval(jwksMinInterval),
-		jwk.WithMaxInterval(jwksMaxInterval),
-	}
-	if cfg.HTTPClient != nil {
-		regOpts = append(regOpts, jwk.WithHTTPClient(cfg.HTTPClient))
-	}
-	// Register waits for the cache's own first fetch: one request to the
-	// issuer at start (an explicit fetch next to it made two, and the
-	// cold start waited for both). A fetch that fails never makes the keys
-	// ready, so the sink ends the wait with the fetch's error.
-	registering, failed := context.WithCancelCause(ctx)
-	defer failed(nil)
-	sink.arm(failed)
-	err = cache.Register(registering, cfg.JWKSURL, regOpts...)
-	sink.disarm()
-	if err != nil {
-		stop()
-		if cause := context.Cause(registering); cause != nil {
-			err = cause // the fetch's own error, or why ctx ended
-		}
-		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
-	}
-	return &Verifier{
+	v := &Verifier{
 		cfg:     cfg,
 		names:   ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
 		algs:    algs,
-		cache:   cache,
-		stop:    stop,
-		refresh: keyRefresher{minInterval: cfg.MinRefreshInterval},
-	}, nil
-}
-
-// Close stops the background JWKS refresh.
-func (v *Verifier) Close(ctx context.Context) error {
-	defer v.stop()
-	if err := v.cache.Shutdown(ctx); err != nil {
-		return fmt.Errorf("auth: shut down JWKS cache: %w", err)
+		client:  cfg.HTTPClient,
+		logger:  cfg.Logger,
+		refresh: keyRefresher{minInterval: cfg.MinRefreshInterval, now: cfg.Clock},
 	}
-	return nil
+	if v.client == nil {
+		v.client = defaultJWKSClient()
+	}
+	if v.logger == nil {
+		v.logger = slog.New(slog.DiscardHandler)
+	}
+	if _, err := v.fetchKeys(ctx); err != nil {
+		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
+	}
+	return v, nil
 }
 
-// HasKeyType reports whether the cached JWKS holds a signing key of type kty
+// HasKeyType reports whether the JWKS holds a signing key of type kty
 // ("RSA", "EC"), e.g. to check an issuer fits API Gateway's JWT authorizer,
 // which verifies RSA signatures only.
-func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
-	set, err := v.cache.Lookup(ctx, v.cfg.JWKSURL)
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
-	}
-	return hasSigningKeyType(set, kty), nil
+func (v *Verifier) HasKeyType(kty string) bool {
+	return v.keys.Load().hasSigningKeyType(kty)
 }
 
 // KeySetHasSigningKeyType is HasKeyType for a key set read elsewhere (the
@@ -216,40 +187,11 @@ func (v *Verifier) HasKeyType(ctx context.Context, kty string) (bool, error) {
 // document, {"keys": [...]}. A key this package can not read (a key type
 // it does not know) is passed over, as a verifier would pass it over.
 func KeySetHasSigningKeyType(raw []byte, kty string) (bool, error) {
-	var doc struct {
-		Keys []json.RawMessage `json:"keys"`
+	keys, err := parseJWKS(raw)
+	if err != nil {
+		return false, fmt.Errorf("auth: %w", err)
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil || doc.Keys == nil {
-		return false, errors.New(`auth: not a JSON Web Key Set ({"keys": [...]})`)
-	}
-	set := jwk.NewSet()
-	for _, k := range doc.Keys {
-		key, err := jwk.ParseKey(k)
-		if err != nil {
-			continue
-		}
-		if err := set.AddKey(key); err != nil {
-			continue
-		}
-	}
-	return hasSigningKeyType(set, kty), nil
-}
-
-// hasSigningKeyType: a key of type kty whose use, if stated, is signing.
-func hasSigningKeyType(set jwk.Set, kty string) bool {
-	for i := range set.Len() {
-		key, ok := set.Key(i)
-		if !ok {
-			continue
-		}
-		if use, ok := key.KeyUsage(); ok && use != "sig" {
-			continue
-		}
-		if key.KeyType().String() == kty {
-			return true
-		}
-	}
-	return false
+	return (&keySet{keys: keys}).hasSigningKeyType(kty), nil
 }
 
 // Issuer returns the issuer this verifier enforces.
@@ -296,6 +238,7 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 		jwt.WithAudience(v.cfg.Audience),
 		jwt.WithAcceptableSkew(v.cfg.Skew),
 		jwt.WithRequiredClaim("exp"),
+		jwt.WithClock(jwt.ClockFunc(v.cfg.Clock)),
 	)
 	if err != nil {
 		return Subject{}, classifyJWTError(err)
@@ -362,34 +305,5 @@ func classifyJWTError(err error) *TokenError {
 		return invalid(ReasonBadSignature, err)
 	default:
 		return invalid(ReasonMalformedToken, err)
-	}
-}
-
-// firstFetchSink receives the JWKS cache's fetch errors: it hands them to
-// next (the log) and, while a registration waits for the first fetch, ends
-// that wait with the error.
-type firstFetchSink struct {
-	next   httprc.ErrorSink // nil: not logged
-	mu     sync.Mutex
-	failed context.CancelCauseFunc
-}
-
-func (s *firstFetchSink) arm(failed context.CancelCauseFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failed = failed
-}
-
-func (s *firstFetchSink) disarm() { s.arm(nil) }
-
-func (s *firstFetchSink) Put(ctx context.Context, err error) {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil {
-		failed(err)
-	}
-	if s.next != nil {
-		s.next.Put(ctx, err)
 	}
 }

@@ -1,0 +1,214 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+)
+
+const (
+	// A JWKS is fetched again after its Cache-Control max-age (or Expires),
+	// bounded by these; without either, after jwksMinInterval. A refresh
+	// that fails keeps the keys and is tried again after jwksMinInterval.
+	jwksMinInterval = 5 * time.Minute
+	jwksMaxInterval = time.Hour
+	// maxJWKSBytes bounds a JWKS document; real ones are a few kilobytes.
+	maxJWKSBytes = 1 << 20
+	// maxJWKSRedirects bounds the redirects the default client follows.
+	maxJWKSRedirects = 5
+)
+
+// publicKey is one member of a fetched JWKS, read once at fetch time so
+// that a request only looks it up.
+type publicKey struct {
+	kid, kty, use, alg string
+	// key is the Go public key (*rsa.PublicKey, *ecdsa.PublicKey, ...);
+	// nil when the member could not be read, and unreadable says why.
+	key        any
+	unreadable error
+}
+
+// keySet is a fetched JWKS and when it is due to be fetched again.
+type keySet struct {
+	keys []publicKey
+	due  time.Time // wall clock
+}
+
+// withID returns the members whose kid is kid, in set order.
+func (s *keySet) withID(kid string) []publicKey {
+	var keys []publicKey
+	for _, k := range s.keys {
+		if k.kid == kid {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// hasSigningKeyType: a readable member of type kty whose use, if stated,
+// is signing.
+func (s *keySet) hasSigningKeyType(kty string) bool {
+	for _, k := range s.keys {
+		if k.key != nil && k.kty == kty && (k.use == "" || k.use == "sig") {
+			return true
+		}
+	}
+	return false
+}
+
+// readable reports whether any of keys could be read.
+func readable(keys []publicKey) bool {
+	for _, k := range keys {
+		if k.key != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parseJWKS reads a JWKS document. Members of a type not understood,
+// missing required members or out of range are kept as unreadable rather
+// than refusing the whole set (RFC 7517 §5: such keys are to be ignored):
+// an issuer publishing a key of a newer type must not stop verification
+// with the keys this verifier does read. A set with no readable member is
+// an error.
+func parseJWKS(raw []byte) ([]publicKey, error) {
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Keys == nil {
+		return nil, errors.New(`parse JWKS: not a JSON Web Key Set ({"keys": [...]})`)
+	}
+	keys := make([]publicKey, 0, len(doc.Keys))
+	for _, member := range doc.Keys {
+		keys = append(keys, readPublicKey(member))
+	}
+	if len(keys) > 0 && !readable(keys) {
+		return nil, fmt.Errorf("parse JWKS: none of its %d keys can be read: %w", len(keys), keys[0].unreadable)
+	}
+	return keys, nil
+}
+
+// readPublicKey reads one JWKS member; its kid, kty, use and alg are kept
+// even when the key itself cannot be read, so a refusal can say why.
+func readPublicKey(member json.RawMessage) publicKey {
+	var params struct {
+		Kid string `json:"kid"`
+		Kty string `json:"kty"`
+		Use string `json:"use"`
+		Alg string `json:"alg"`
+	}
+	if err := json.Unmarshal(member, &params); err != nil {
+		return publicKey{unreadable: fmt.Errorf("not a JSON object: %w", err)}
+	}
+	k := publicKey{kid: params.Kid, kty: params.Kty, use: params.Use, alg: params.Alg}
+	parsed, err := jwk.ParseKey(member)
+	if err != nil {
+		k.unreadable = err
+		return k
+	}
+	pub, err := jwk.PublicKeyOf(parsed)
+	if err != nil {
+		k.unreadable = fmt.Errorf("public key: %w", err)
+		return k
+	}
+	var raw any
+	if err := jwk.Export(pub, &raw); err != nil {
+		k.unreadable = fmt.Errorf("export key: %w", err)
+		return k
+	}
+	if ec, ok := raw.(*ecdsa.PublicKey); ok {
+		// A point off its curve is no key at all.
+		if _, err := ec.ECDH(); err != nil {
+			k.unreadable = fmt.Errorf("EC key: %w", err)
+			return k
+		}
+	}
+	k.key = raw
+	return k
+}
+
+// fetchJWKS GETs the JWKS document and says how long it may be kept.
+func fetchJWKS(ctx context.Context, client *http.Client, url string, now time.Time) ([]byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("build JWKS request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, err // names the URL already
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("JWKS answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read JWKS: %w", err)
+	}
+	if len(body) > maxJWKSBytes {
+		return nil, 0, fmt.Errorf("JWKS is larger than %d bytes", maxJWKSBytes)
+	}
+	return body, keepFor(resp.Header, now), nil
+}
+
+// keepFor is how long a JWKS answer may be used before it is fetched
+// again: its Cache-Control max-age, else its Expires, bounded by
+// [jwksMinInterval, jwksMaxInterval]; jwksMinInterval without either.
+func keepFor(h http.Header, now time.Time) time.Duration {
+	d, ok := maxAge(h.Get("Cache-Control"))
+	if !ok {
+		if exp, err := http.ParseTime(h.Get("Expires")); err == nil {
+			d, ok = exp.Sub(now), true
+		}
+	}
+	if !ok {
+		return jwksMinInterval
+	}
+	return min(max(d, jwksMinInterval), jwksMaxInterval)
+}
+
+// maxAge reads the max-age directive of a Cache-Control value.
+func maxAge(cacheControl string) (time.Duration, bool) {
+	for directive := range strings.SplitSeq(cacheControl, ",") {
+		name, value, _ := strings.Cut(strings.TrimSpace(directive), "=")
+		if !strings.EqualFold(name, "max-age") {
+			continue
+		}
+		secs, err := strconv.ParseInt(strings.Trim(value, `"`), 10, 64)
+		if err != nil || secs < 0 {
+			return 0, false
+		}
+		return time.Duration(min(secs, int64(jwksMaxInterval/time.Second))) * time.Second, true
+	}
+	return 0, false
+}
+
+// defaultJWKSClient is the client used without VerifierConfig.HTTPClient:
+// bounded by refreshTimeout, following redirects only within the JWKS
+// URL's origin, so a redirect cannot hand the choice of keys to another
+// host.
+func defaultJWKSClient() *http.Client {
+	return &http.Client{
+		Timeout: refreshTimeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxJWKSRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
+			}
+			if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+				return fmt.Errorf("redirect to another origin (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+			}
+			return nil
+		},
+	}
+}
