@@ -36,6 +36,10 @@ type emulator struct {
 	// emulator puts each in its own process group, so stop kills those too.
 	mu   sync.Mutex
 	seen map[int]struct{}
+	// roundTrip is how long the last invoke took from sending the event to
+	// reading the answer's last byte: what a caller waits, without this
+	// harness's own bookkeeping or decoding (make bench-coldstart).
+	roundTrip time.Duration
 }
 
 // startEmulator runs bootstrap under the emulator with env as the whole
@@ -120,10 +124,14 @@ func (e *emulator) invokeRaw(t *testing.T, event []byte) ([]byte, string) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.invokeURL, bytes.NewReader(event))
 	require.NoError(t, err)
+	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, "invoke")
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	e.mu.Lock()
+	e.roundTrip = time.Since(start)
+	e.mu.Unlock()
 	require.NoError(t, err)
 	e.recordBootstraps()
 	errType := resp.Header.Get("X-Amz-Function-Error") + resp.Header.Get("Lambda-Runtime-Function-Error-Type")
@@ -131,6 +139,13 @@ func (e *emulator) invokeRaw(t *testing.T, event []byte) ([]byte, string) {
 		errType = resp.Status
 	}
 	return body, errType
+}
+
+// lastRoundTrip is the round trip of the last invoke.
+func (e *emulator) lastRoundTrip() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.roundTrip
 }
 
 // recordBootstraps remembers the emulator's children (the bootstrap).
