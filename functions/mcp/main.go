@@ -11,8 +11,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -121,9 +121,14 @@ func (p collectorPolicy) staysOff(heapAfterStart func() uint64) bool {
 	return !p.operatorGOGC && p.memoryLimit != math.MaxInt64 && heapAfterStart() <= uint64(p.memoryLimit)/heapHeadroom
 }
 
-// heapAllocated is the heap allocated and not yet freed.
+// heapAllocated is the heap allocated and not yet freed (MemStats'
+// HeapAlloc), read through runtime/metrics, which does not stop the world:
+// runtime.ReadMemStats did, and cost the cold start about 0.1 ms.
 func heapAllocated() uint64 {
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	return mem.HeapAlloc
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return math.MaxUint64 // unknown to this runtime: assume the worst
+	}
+	return sample[0].Value.Uint64()
 }

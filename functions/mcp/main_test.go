@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -67,4 +68,18 @@ func TestTheCollectorPolicyReadsGOGCAndTheRuntimesLimit(t *testing.T) {
 	assert.True(t, p.operatorGOGC)
 	p = collectorPolicyFrom(func(k string) (string, bool) { return "", k == "GOGC" })
 	assert.False(t, p.operatorGOGC, "an empty GOGC is the runtime's default, not a choice")
+}
+
+// The collector's decision after the start rests on this reading: what is
+// allocated and not freed, as MemStats' HeapAlloc counts it.
+func TestHeapAllocatedCountsWhatIsAllocatedAndNotFreed(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := heapAllocated()
+	kept := make([]byte, 8<<20)
+	after := heapAllocated()
+	assert.GreaterOrEqual(t, after-before, uint64(len(kept)))
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	assert.InDelta(t, float64(mem.HeapAlloc), float64(heapAllocated()), float64(1<<20), "as MemStats.HeapAlloc counts it")
+	runtime.KeepAlive(kept)
 }
