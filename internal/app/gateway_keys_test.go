@@ -2,15 +2,11 @@ package app
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,15 +52,11 @@ func TestGatewayModeRefusesAnIssuerWithoutRSAKeys(t *testing.T) {
 
 func ecOnlyJWKS(t *testing.T) *httptest.Server {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	iss, err := issuer.New("http://issuer.invalid")
 	require.NoError(t, err)
-	key, err := jwk.Import(priv.Public())
-	require.NoError(t, err)
-	require.NoError(t, key.Set(jwk.KeyIDKey, "ec-1"))
-	require.NoError(t, key.Set(jwk.KeyUsageKey, "sig"))
-	set := jwk.NewSet()
-	require.NoError(t, set.AddKey(key))
-	body, err := json.Marshal(set)
+	ec, ok := iss.PublicJWKS().Key(iss.KeyID(issuer.ES256))
+	require.True(t, ok)
+	body, err := json.Marshal(issuer.JWKS{Keys: []issuer.JWK{ec}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

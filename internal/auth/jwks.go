@@ -3,16 +3,19 @@ package auth
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lestrrat-go/jwx/v3/jwk"
 )
 
 const (
@@ -31,8 +34,8 @@ const (
 // that a request only looks it up.
 type publicKey struct {
 	kid, kty, use, alg string
-	// key is the Go public key (*rsa.PublicKey, *ecdsa.PublicKey, ...);
-	// nil when the member could not be read, and unreadable says why.
+	// key is the Go public key (*rsa.PublicKey or *ecdsa.PublicKey); nil
+	// when the member could not be read, and unreadable says why.
 	key        any
 	unreadable error
 }
@@ -98,43 +101,96 @@ func parseJWKS(raw []byte) ([]publicKey, error) {
 	return keys, nil
 }
 
+// jwkMember is the part of a JWK (RFC 7517, 7518 §6) a verifier reads.
+type jwkMember struct {
+	Kty string `json:"kty"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	Alg string `json:"alg"`
+	// RSA
+	N string `json:"n"`
+	E string `json:"e"`
+	// EC
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+}
+
 // readPublicKey reads one JWKS member; its kid, kty, use and alg are kept
 // even when the key itself cannot be read, so a refusal can say why.
 func readPublicKey(member json.RawMessage) publicKey {
-	var params struct {
-		Kid string `json:"kid"`
-		Kty string `json:"kty"`
-		Use string `json:"use"`
-		Alg string `json:"alg"`
+	var m jwkMember
+	if err := json.Unmarshal(member, &m); err != nil {
+		return publicKey{unreadable: fmt.Errorf("not a JWK: %w", err)}
 	}
-	if err := json.Unmarshal(member, &params); err != nil {
-		return publicKey{unreadable: fmt.Errorf("not a JSON object: %w", err)}
+	k := publicKey{kid: m.Kid, kty: m.Kty, use: m.Use, alg: m.Alg}
+	switch m.Kty {
+	case "RSA":
+		k.key, k.unreadable = rsaPublicKey(m)
+	case "EC":
+		k.key, k.unreadable = ecPublicKey(m)
+	default:
+		k.unreadable = fmt.Errorf("key type %q is not one this verifier reads (RSA, EC)", m.Kty)
 	}
-	k := publicKey{kid: params.Kid, kty: params.Kty, use: params.Use, alg: params.Alg}
-	parsed, err := jwk.ParseKey(member)
-	if err != nil {
-		k.unreadable = err
-		return k
+	if k.unreadable != nil {
+		k.key = nil
 	}
-	pub, err := jwk.PublicKeyOf(parsed)
-	if err != nil {
-		k.unreadable = fmt.Errorf("public key: %w", err)
-		return k
-	}
-	var raw any
-	if err := jwk.Export(pub, &raw); err != nil {
-		k.unreadable = fmt.Errorf("export key: %w", err)
-		return k
-	}
-	if ec, ok := raw.(*ecdsa.PublicKey); ok {
-		// A point off its curve is no key at all.
-		if _, err := ec.ECDH(); err != nil {
-			k.unreadable = fmt.Errorf("EC key: %w", err)
-			return k
-		}
-	}
-	k.key = raw
 	return k
+}
+
+// rsaPublicKey reads n and e (RFC 7518 §6.3.1). Its length is judged
+// where it is used (publicKeyFor), so that a short key is refused as such.
+func rsaPublicKey(m jwkMember) (any, error) {
+	n, err := base64.RawURLEncoding.DecodeString(m.N)
+	if err != nil || len(n) == 0 {
+		return nil, errors.New("RSA key: n is not a base64url integer")
+	}
+	e, err := base64.RawURLEncoding.DecodeString(m.E)
+	if err != nil || len(e) == 0 || len(e) > 4 {
+		return nil, errors.New("RSA key: e is not a base64url integer of at most 4 bytes")
+	}
+	var exponent int64
+	for _, b := range e {
+		exponent = exponent<<8 | int64(b)
+	}
+	// What crypto/rsa verifies with: odd, at least 3, within 31 bits.
+	if exponent < 3 || exponent%2 == 0 || exponent > math.MaxInt32 {
+		return nil, fmt.Errorf("RSA key: exponent %d is not a valid public exponent", exponent)
+	}
+	return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(exponent)}, nil
+}
+
+// ecCurve is a curve of RFC 7518 §6.2.1.1 and its coordinates' size.
+func ecCurve(crv string) (elliptic.Curve, int, bool) {
+	switch crv {
+	case "P-256":
+		return elliptic.P256(), 32, true
+	case "P-384":
+		return elliptic.P384(), 48, true
+	case "P-521":
+		return elliptic.P521(), 66, true
+	}
+	return nil, 0, false
+}
+
+// ecPublicKey reads crv, x and y (RFC 7518 §6.2.1); a point off its curve
+// is no key at all.
+func ecPublicKey(m jwkMember) (any, error) {
+	curve, size, ok := ecCurve(m.Crv)
+	if !ok {
+		return nil, fmt.Errorf("EC key: curve %q is not P-256, P-384 or P-521", m.Crv)
+	}
+	x, errX := base64.RawURLEncoding.DecodeString(m.X)
+	y, errY := base64.RawURLEncoding.DecodeString(m.Y)
+	if errX != nil || errY != nil || len(x) != size || len(y) != size {
+		return nil, fmt.Errorf("EC key: x and y must be %d-byte base64url values", size)
+	}
+	point := append(append([]byte{4}, x...), y...) // SEC 1 uncompressed form
+	key, err := ecdsa.ParseUncompressedPublicKey(curve, point)
+	if err != nil {
+		return nil, fmt.Errorf("EC key: %w", err)
+	}
+	return key, nil
 }
 
 // fetchJWKS GETs the JWKS document and says how long it may be kept.

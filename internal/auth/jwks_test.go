@@ -23,9 +23,7 @@ import (
 // jwksKeys is the issuer's public JWKS as JSON objects, to be edited.
 func jwksKeys(t *testing.T, iss *issuer.Issuer) []map[string]any {
 	t.Helper()
-	set, err := iss.PublicJWKS()
-	require.NoError(t, err)
-	raw, err := json.Marshal(set)
+	raw, err := json.Marshal(iss.PublicJWKS())
 	require.NoError(t, err)
 	var doc struct {
 		Keys []map[string]any `json:"keys"`

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/lestrrat-go/jwx/v3/jws"
 )
 
 // minRSABits refuses RSA keys too short to trust, should a JWKS publish one.
@@ -22,10 +20,6 @@ const minRSABits = 2048
 // refreshTimeout bounds a forced JWKS refresh, which runs apart from the
 // request that forced it (keyRefresher.do).
 const refreshTimeout = 10 * time.Second
-
-func isSignatureError(err error) bool {
-	return errors.Is(err, jws.VerifyError()) || errors.Is(err, jws.VerificationError())
-}
 
 // keyFor returns the public key for kid fit for alg. An unknown kid
 // forces one JWKS refresh (rate limited) so rotated-in keys are picked up
@@ -130,7 +124,7 @@ func quoteKid(kid string) string {
 
 // publicKeyFor checks key may verify alg and returns its Go public key:
 // key type and curve match, declared use/alg (if any) agree, RSA is long
-// enough. jwx checks key/alg compatibility too; this keeps the rule local
+// enough. The JWT library checks the key type too; this keeps the rule local
 // and explicit.
 func publicKeyFor(key publicKey, alg string) (any, error) {
 	if key.use != "" && key.use != "sig" {

@@ -9,12 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwt"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 const (
@@ -29,32 +29,17 @@ const (
 // shared one would let one caller's change reach every later Verifier.
 func defaultAlgorithms() []string { return []string{"RS256", "ES256"} }
 
-// permittedAlgorithm resolves the only algorithms a Verifier can be
-// configured for: asymmetric ones. "none" and HMAC (HS*) are never accepted,
-// whatever the configuration, since a JWKS holds public keys and HMAC over a
-// public key is the classic algorithm-confusion forgery.
-func permittedAlgorithm(name string) (jwa.SignatureAlgorithm, bool) {
+// permittedAlgorithm reports whether name is one of the only algorithms a
+// Verifier can be configured for: asymmetric ones. "none" and HMAC (HS*)
+// are never accepted, whatever the configuration, since a JWKS holds public
+// keys and HMAC over a public key is the classic algorithm-confusion
+// forgery.
+func permittedAlgorithm(name string) bool {
 	switch name {
-	case "RS256":
-		return jwa.RS256(), true
-	case "RS384":
-		return jwa.RS384(), true
-	case "RS512":
-		return jwa.RS512(), true
-	case "PS256":
-		return jwa.PS256(), true
-	case "PS384":
-		return jwa.PS384(), true
-	case "PS512":
-		return jwa.PS512(), true
-	case "ES256":
-		return jwa.ES256(), true
-	case "ES384":
-		return jwa.ES384(), true
-	case "ES512":
-		return jwa.ES512(), true
+	case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512":
+		return true
 	}
-	return jwa.SignatureAlgorithm{}, false
+	return false
 }
 
 // VerifierConfig configures [NewVerifier].
@@ -100,7 +85,8 @@ type VerifierConfig struct {
 type Verifier struct {
 	cfg     VerifierConfig
 	names   ClaimNames
-	algs    map[string]jwa.SignatureAlgorithm
+	algs    map[string]bool
+	parser  *jwt.Parser
 	client  *http.Client
 	logger  *slog.Logger
 	keys    atomic.Pointer[keySet]
@@ -146,19 +132,27 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	algs := make(map[string]jwa.SignatureAlgorithm, len(cfg.Algorithms))
+	algs := make(map[string]bool, len(cfg.Algorithms))
 	for _, name := range cfg.Algorithms {
-		alg, ok := permittedAlgorithm(name)
-		if !ok {
+		if !permittedAlgorithm(name) {
 			return nil, fmt.Errorf("auth: algorithm %q is not permitted (asymmetric RS*/PS*/ES* only)", name)
 		}
-		algs[name] = alg
+		algs[name] = true
 	}
-
 	v := &Verifier{
-		cfg:     cfg,
-		names:   ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
-		algs:    algs,
+		cfg:   cfg,
+		names: ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
+		algs:  algs,
+		// Read-only once built (its validator is set by the options), so
+		// one serves every request.
+		parser: jwt.NewParser(
+			jwt.WithValidMethods(cfg.Algorithms),
+			jwt.WithIssuer(cfg.Issuer),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithLeeway(cfg.Skew),
+			jwt.WithTimeFunc(cfg.Clock),
+		),
 		client:  cfg.HTTPClient,
 		logger:  cfg.Logger,
 		refresh: keyRefresher{minInterval: cfg.MinRefreshInterval, now: cfg.Clock},
@@ -212,14 +206,13 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 	if len(rawToken) > maxTokenLen {
 		return Subject{}, invalid(ReasonMalformedToken, fmt.Errorf("token is %d bytes, limit %d", len(rawToken), maxTokenLen))
 	}
-	hdr, payload, err := splitToken(rawToken)
+	hdr, err := splitToken(rawToken)
 	if err != nil {
 		return Subject{}, invalid(ReasonMalformedToken, err)
 	}
 	// Pin the algorithm before touching keys: "none" and HS* stop here even
 	// when the kid names a real key.
-	alg, ok := v.algs[hdr.Alg]
-	if !ok {
+	if !v.algs[hdr.Alg] {
 		return Subject{}, invalid(ReasonDisallowedAlg, fmt.Errorf("alg %q is not accepted", hdr.Alg))
 	}
 	if hdr.Kid == "" {
@@ -229,23 +222,21 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 	if err != nil {
 		return Subject{}, err
 	}
-	// A single WithKey with a signature algorithm makes jwx verify with that
-	// algorithm only and cross-check the header alg against it.
-	_, err = jwt.Parse([]byte(rawToken),
-		jwt.WithKey(alg, key),
-		jwt.WithValidate(true),
-		jwt.WithIssuer(v.cfg.Issuer),
-		jwt.WithAudience(v.cfg.Audience),
-		jwt.WithAcceptableSkew(v.cfg.Skew),
-		jwt.WithRequiredClaim("exp"),
-		jwt.WithClock(jwt.ClockFunc(v.cfg.Clock)),
-	)
+	// The parser reads the same header: it verifies with hdr.Alg, which
+	// keyFor found key fit for, then checks exp, nbf, iat and iss.
+	token, err := v.parser.Parse(rawToken, func(*jwt.Token) (any, error) { return key, nil })
 	if err != nil {
 		return Subject{}, classifyJWTError(err)
 	}
-	claims, err := decodeClaims(payload)
-	if err != nil {
-		return Subject{}, invalid(ReasonMalformedToken, err)
+	claims, ok := token.Claims.(jwt.MapClaims)
+	if !ok {
+		return Subject{}, invalid(ReasonMalformedToken, fmt.Errorf("claims decoded as %T", token.Claims))
+	}
+	// aud must contain this resource exactly (RFC 8707, RFC 9068 §4): no
+	// normalisation, and a token without aud is for no resource at all.
+	aud, err := claims.GetAudience()
+	if err != nil || !slices.Contains(aud, v.cfg.Audience) {
+		return Subject{}, invalid(ReasonWrongAudience, fmt.Errorf("aud %v does not name %s", aud, v.cfg.Audience))
 	}
 	s, err := SubjectFromClaims(claims, v.names)
 	if err != nil {
@@ -260,49 +251,38 @@ type tokenHeader struct {
 }
 
 // splitToken accepts only the JWS compact form and decodes its header.
-func splitToken(raw string) (tokenHeader, string, error) {
+func splitToken(raw string) (tokenHeader, error) {
 	parts := strings.Split(raw, ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-		return tokenHeader{}, "", fmt.Errorf("not a compact JWS: %d segments", len(parts))
+		return tokenHeader{}, fmt.Errorf("not a compact JWS: %d segments", len(parts))
 	}
 	b, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {
-		return tokenHeader{}, "", fmt.Errorf("decode header: %w", err)
+		return tokenHeader{}, fmt.Errorf("decode header: %w", err)
 	}
 	var h tokenHeader
 	if err := json.Unmarshal(b, &h); err != nil {
-		return tokenHeader{}, "", fmt.Errorf("parse header: %w", err)
+		return tokenHeader{}, fmt.Errorf("parse header: %w", err)
 	}
-	return h, parts[1], nil
+	return h, nil
 }
 
-// decodeClaims decodes the (already verified) payload segment.
-func decodeClaims(payload string) (map[string]any, error) {
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return nil, fmt.Errorf("decode payload: %w", err)
-	}
-	var claims map[string]any
-	if err := json.Unmarshal(b, &claims); err != nil {
-		return nil, fmt.Errorf("parse payload: %w", err)
-	}
-	return claims, nil
-}
-
+// classifyJWTError names the reason a parsed token was refused. The
+// parser joins every claim it found wrong; the first reason below wins.
 func classifyJWTError(err error) *TokenError {
 	switch {
-	case errors.Is(err, jwt.TokenExpiredError()):
-		return invalid(ReasonExpired, err)
-	case errors.Is(err, jwt.TokenNotYetValidError()), errors.Is(err, jwt.InvalidIssuedAtError()):
-		return invalid(ReasonNotYetValid, err)
-	case errors.Is(err, jwt.InvalidIssuerError()):
-		return invalid(ReasonWrongIssuer, err)
-	case errors.Is(err, jwt.InvalidAudienceError()):
-		return invalid(ReasonWrongAudience, err)
-	case errors.Is(err, jwt.MissingRequiredClaimError()), errors.Is(err, jwt.ValidateError()):
-		return invalid(ReasonInvalidClaims, err)
-	case isSignatureError(err):
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return invalid(ReasonMalformedToken, err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return invalid(ReasonBadSignature, err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return invalid(ReasonExpired, err)
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return invalid(ReasonNotYetValid, err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return invalid(ReasonWrongIssuer, err)
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing), errors.Is(err, jwt.ErrTokenInvalidClaims):
+		return invalid(ReasonInvalidClaims, err)
 	default:
 		return invalid(ReasonMalformedToken, err)
 	}

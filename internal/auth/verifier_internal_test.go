@@ -22,12 +22,9 @@ func TestDefaultAlgorithmsAreNotSharedBetweenConfigs(t *testing.T) {
 
 func TestOnlyAsymmetricAlgorithmsArePermitted(t *testing.T) {
 	for _, name := range []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"} {
-		alg, ok := permittedAlgorithm(name)
-		assert.True(t, ok, name)
-		assert.Equal(t, name, alg.String())
+		assert.True(t, permittedAlgorithm(name), name)
 	}
 	for _, name := range []string{"", "none", "HS256", "HS384", "HS512", "EdDSA", "rs256", "RS1"} {
-		_, ok := permittedAlgorithm(name)
-		assert.False(t, ok, name)
+		assert.False(t, permittedAlgorithm(name), name)
 	}
 }

@@ -13,15 +13,16 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/url"
 	"strings"
 	"sync"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Paths served by [Issuer.Handler], relative to the issuer URL.
@@ -37,12 +38,42 @@ const (
 	ES256 = "ES256"
 )
 
+// JWK is a published public key (RFC 7517): RSA members n and e, EC
+// members crv, x and y.
+type JWK struct {
+	Kty string `json:"kty"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	Alg string `json:"alg"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
+	Y   string `json:"y,omitempty"`
+}
+
+// JWKS is a JSON Web Key Set, {"keys": [...]}.
+type JWKS struct {
+	Keys []JWK `json:"keys"`
+}
+
+// Key returns the set's first key with kid, and whether there is one.
+func (s JWKS) Key(kid string) (JWK, bool) {
+	for _, k := range s.Keys {
+		if k.Kid == kid {
+			return k, true
+		}
+	}
+	return JWK{}, false
+}
+
 // signingKey is one private key and its published identity.
 type signingKey struct {
 	alg     string
 	kid     string
+	method  jwt.SigningMethod
 	private crypto.Signer
-	public  jwk.Key
+	public  JWK
 }
 
 // Issuer mints tokens for one issuer URL. Safe for concurrent use.
@@ -51,7 +82,7 @@ type Issuer struct {
 
 	mu        sync.RWMutex
 	current   map[string]*signingKey // by algorithm
-	published []jwk.Key              // every public key ever current, oldest first
+	published []JWK                  // every public key ever current, oldest first
 }
 
 // New creates an issuer for issuerURL (the token "iss"; its JWKS is expected
@@ -97,11 +128,11 @@ func (i *Issuer) Rotate() error {
 	if err != nil {
 		return fmt.Errorf("issuer: generate EC key: %w", err)
 	}
-	rk, err := newSigningKey(RS256, rsaKey, jwa.RS256())
+	rk, err := newSigningKey(RS256, rsaKey, jwt.SigningMethodRS256)
 	if err != nil {
 		return err
 	}
-	ek, err := newSigningKey(ES256, ecKey, jwa.ES256())
+	ek, err := newSigningKey(ES256, ecKey, jwt.SigningMethodES256)
 	if err != nil {
 		return err
 	}
@@ -113,35 +144,37 @@ func (i *Issuer) Rotate() error {
 }
 
 // newSigningKey builds the public JWK (kid = RFC 7638 thumbprint, alg, use).
-func newSigningKey(alg string, priv crypto.Signer, jalg jwa.SignatureAlgorithm) (*signingKey, error) {
-	pub, err := jwk.Import(priv.Public())
-	if err != nil {
-		return nil, fmt.Errorf("issuer: import %s public key: %w", alg, err)
-	}
-	tp, err := pub.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("issuer: thumbprint %s key: %w", alg, err)
-	}
-	kid := b64(tp)
-	for name, v := range map[string]any{jwk.KeyIDKey: kid, jwk.AlgorithmKey: jalg, jwk.KeyUsageKey: "sig"} {
-		if err := pub.Set(name, v); err != nil {
-			return nil, fmt.Errorf("issuer: set %s on %s key: %w", name, alg, err)
+func newSigningKey(alg string, priv crypto.Signer, method jwt.SigningMethod) (*signingKey, error) {
+	pub := JWK{Use: "sig", Alg: alg}
+	// RFC 7638 §3.2: the required members, in lexicographic order, no
+	// whitespace.
+	var thumbprintInput []byte
+	switch key := priv.Public().(type) {
+	case *rsa.PublicKey:
+		pub.Kty, pub.N, pub.E = "RSA", b64(key.N.Bytes()), b64(big.NewInt(int64(key.E)).Bytes())
+		thumbprintInput = fmt.Appendf(nil, `{"e":%q,"kty":"RSA","n":%q}`, pub.E, pub.N)
+	case *ecdsa.PublicKey:
+		point, err := key.Bytes() // 0x04 || x || y
+		if err != nil {
+			return nil, fmt.Errorf("issuer: encode %s public key: %w", alg, err)
 		}
+		size := (len(point) - 1) / 2
+		pub.Kty, pub.Crv = "EC", key.Curve.Params().Name
+		pub.X, pub.Y = b64(point[1:1+size]), b64(point[1+size:])
+		thumbprintInput = fmt.Appendf(nil, `{"crv":%q,"kty":"EC","x":%q,"y":%q}`, pub.Crv, pub.X, pub.Y)
+	default:
+		return nil, fmt.Errorf("issuer: no JWK form for a %T", key)
 	}
-	return &signingKey{alg: alg, kid: kid, private: priv, public: pub}, nil
+	tp := sha256.Sum256(thumbprintInput)
+	pub.Kid = b64(tp[:])
+	return &signingKey{alg: alg, kid: pub.Kid, method: method, private: priv, public: pub}, nil
 }
 
 // PublicJWKS returns the published public keys.
-func (i *Issuer) PublicJWKS() (jwk.Set, error) {
+func (i *Issuer) PublicJWKS() JWKS {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	set := jwk.NewSet()
-	for _, k := range i.published {
-		if err := set.AddKey(k); err != nil {
-			return nil, fmt.Errorf("issuer: build JWKS: %w", err)
-		}
-	}
-	return set, nil
+	return JWKS{Keys: append([]JWK(nil), i.published...)}
 }
 
 // RSAPublicKeyPEM returns the current RSA public key as PKIX PEM: the bytes an

@@ -10,8 +10,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // DefaultTTL is the lifetime of a minted token when Claims.TTL is zero.
@@ -70,32 +69,20 @@ func (i *Issuer) Mint(c Claims, opts ...MintOption) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	payload, err := json.Marshal(i.claimSet(c, cfg))
-	if err != nil {
-		return "", fmt.Errorf("issuer: encode claims: %w", err)
-	}
-	hdr := jws.NewHeaders()
+	token := jwt.NewWithClaims(k.method, jwt.MapClaims(i.claimSet(c, cfg)))
+	token.Header["typ"] = "at+jwt"
 	kid := k.kid
 	if cfg.kid != nil {
 		kid = *cfg.kid
 	}
 	if kid != "" {
-		if err := hdr.Set(jws.KeyIDKey, kid); err != nil {
-			return "", fmt.Errorf("issuer: set kid: %w", err)
-		}
+		token.Header["kid"] = kid
 	}
-	if err := hdr.Set(jws.TypeKey, "at+jwt"); err != nil {
-		return "", fmt.Errorf("issuer: set typ: %w", err)
-	}
-	alg, ok := jwa.LookupSignatureAlgorithm(cfg.alg)
-	if !ok {
-		return "", fmt.Errorf("issuer: unknown algorithm %q", cfg.alg)
-	}
-	signed, err := jws.Sign(payload, jws.WithKey(alg, k.private, jws.WithProtectedHeaders(hdr)))
+	signed, err := token.SignedString(k.private)
 	if err != nil {
 		return "", fmt.Errorf("issuer: sign %s: %w", cfg.alg, err)
 	}
-	return string(signed), nil
+	return signed, nil
 }
 
 // MintUnsigned returns an "alg":"none" token (empty signature) whose header
@@ -122,8 +109,8 @@ func (i *Issuer) MintHS256(c Claims, secret []byte) (string, error) {
 	return input + "." + b64(mac.Sum(nil)), nil
 }
 
-// signingInput hand-builds header.payload for algorithms jwx rightly refuses
-// to produce from an RSA key.
+// signingInput hand-builds header.payload for algorithms a JWT library
+// rightly refuses to produce from an RSA key.
 func (i *Issuer) signingInput(c Claims, alg string) (string, error) {
 	hdr, err := json.Marshal(map[string]string{"alg": alg, "typ": "at+jwt", "kid": i.KeyID(RS256)})
 	if err != nil {
