@@ -10,13 +10,15 @@ require (
 	// DynamoDB v1.68.0 and SSM v1.79.3 are the last clients before the SDK
 	// drove their serializers from generated schema tables, built at package
 	// init on every cold start (about 2 ms of CPU); attributevalue and
-	// expression follow DynamoDB. docs/deploy.md, Cold start; guarded by
+	// expression follow DynamoDB. DynamoDB Streams v1.41.0 likewise (its
+	// record types, which attributevalue imports, linked its tables).
+	// docs/deploy.md, Cold start; guarded by
 	// TestTheFunctionsLinkNoSDKSchemaTables.
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.4
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression v1.9.4
 	github.com/aws/aws-sdk-go-v2/service/codedeploy v1.36.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.68.0
-	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.47.0
+	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.41.0
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.116.0
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.79.3
 	github.com/aws/aws-xray-sdk-go v1.8.5

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -272,8 +273,10 @@ func (n *problemNode) describe(value any, path string) string {
 	return ""
 }
 
-// quoted matches the Go-quoted strings in jsonschema-go's messages.
-var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+// quoted matches the Go-quoted strings in jsonschema-go's messages. Compiled
+// on first use: only refusals need it, and every cold start would pay for
+// compiling it at package init.
+var quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"`) })
 
 // word maps the library's error for this level to a short message: the
 // keyword that refused (the message's first word), said with this
@@ -354,7 +357,7 @@ func (n *problemNode) word(err error) string {
 func namesIn(err error) []string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
 	var names []string
-	for _, q := range quoted.FindAllString(line, -1) {
+	for _, q := range quoted().FindAllString(line, -1) {
 		if name, uerr := strconv.Unquote(q); uerr == nil {
 			names = append(names, name)
 		}
@@ -398,8 +401,9 @@ func prefixed(path, problem string) string {
 }
 
 // longValue matches quoted strings and long unquoted runs, the ways
-// jsonschema-go echoes instance values in its messages.
-var longValue = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\S{33,}`)
+// jsonschema-go echoes instance values in its messages. Compiled on first
+// use, as quoted.
+var longValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\S{33,}`) })
 
 // shortenLibraryError keeps the first line of jsonschema-go's message minus
 // its "validating <schema path>: " prefixes (schema paths mean nothing to
@@ -414,7 +418,7 @@ func shortenLibraryError(err error) string {
 		msg = rest
 	}
 	msg = strings.TrimSuffix(strings.TrimSpace(msg), ":")
-	return longValue.ReplaceAllStringFunc(msg, func(v string) string {
+	return longValue().ReplaceAllStringFunc(msg, func(v string) string {
 		r := []rune(v)
 		if len(r) <= 34 {
 			return v

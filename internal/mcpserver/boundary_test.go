@@ -220,3 +220,13 @@ func TestHandlerSeesTheRequestsRawParams(t *testing.T) {
 	assert.Equal(t, map[string]any{"ttl": float64(60000)}, params.Task)
 	assert.Nil(t, RequestParams(context.Background()), "outside a request: none")
 }
+
+// The 2025-11-25 tool name syntax: 1-128 of A-Z a-z 0-9 _ . -.
+func TestToolNamesAreOneTo128OfTheSpecsAlphabet(t *testing.T) {
+	for _, name := range []string{"a", "get_operation", "Risk.Review-2", strings.Repeat("z", 128)} {
+		assert.True(t, validToolName(name), name)
+	}
+	for _, name := range []string{"", "has space", "a/b", "é", "a\x00", "tools:list", strings.Repeat("z", 129)} {
+		assert.False(t, validToolName(name), "%q", name)
+	}
+}
