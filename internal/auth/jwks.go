@@ -40,10 +40,21 @@ type publicKey struct {
 	unreadable error
 }
 
-// keySet is a fetched JWKS and when it is due to be fetched again.
+// keySet is a fetched JWKS, when it was fetched and when it is due to be
+// fetched again (wall clock), and the sequence number of the fetch that
+// brought it (fetches are numbered as they start).
 type keySet struct {
-	keys []publicKey
-	due  time.Time // wall clock
+	keys    []publicKey
+	fetched time.Time
+	due     time.Time
+	seq     uint64
+}
+
+// dueAt reports whether the set is to be fetched again at now: after its
+// due time, or when the wall clock reads earlier than its fetch (stepped
+// back), which would otherwise keep it fresh for as long as the step.
+func (s *keySet) dueAt(now time.Time) bool {
+	return !now.Before(s.due) || now.Before(s.fetched)
 }
 
 // withID returns the members whose kid is kid, in set order.
@@ -82,8 +93,7 @@ func readable(keys []publicKey) bool {
 // missing required members or out of range are kept as unreadable rather
 // than refusing the whole set (RFC 7517 §5: such keys are to be ignored):
 // an issuer publishing a key of a newer type must not stop verification
-// with the keys this verifier does read. A set with no readable member is
-// an error.
+// with the keys this verifier does read.
 func parseJWKS(raw []byte) ([]publicKey, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -95,10 +105,22 @@ func parseJWKS(raw []byte) ([]publicKey, error) {
 	for _, member := range doc.Keys {
 		keys = append(keys, readPublicKey(member))
 	}
-	if len(keys) > 0 && !readable(keys) {
-		return nil, fmt.Errorf("parse JWKS: none of its %d keys can be read: %w", len(keys), keys[0].unreadable)
-	}
 	return keys, nil
+}
+
+// requireReadable refuses a key set the verifier could verify nothing
+// with: empty, or no member readable. As an issuer's answer it is taken
+// for a broken one (a bad deploy of its key set), not for the withdrawal
+// of every key: at start the start fails, on a refresh the keys at hand
+// stay in use.
+func requireReadable(keys []publicKey) error {
+	switch {
+	case len(keys) == 0:
+		return errors.New("the JWKS has no keys")
+	case !readable(keys):
+		return fmt.Errorf("none of the JWKS's %d keys can be read: %w", len(keys), keys[0].unreadable)
+	}
+	return nil
 }
 
 // jwkMember is the part of a JWK (RFC 7517, 7518 §6) a verifier reads.
@@ -250,21 +272,30 @@ func maxAge(cacheControl string) (time.Duration, bool) {
 	return 0, false
 }
 
-// defaultJWKSClient is the client used without VerifierConfig.HTTPClient:
-// bounded by refreshTimeout, following redirects only within the JWKS
-// URL's origin, so a redirect cannot hand the choice of keys to another
-// host.
+// defaultJWKSClient is the client used without VerifierConfig.HTTPClient.
 func defaultJWKSClient() *http.Client {
-	return &http.Client{
-		Timeout: refreshTimeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxJWKSRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
-			}
-			if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
-				return fmt.Errorf("redirect to another origin (%s://%s) refused", req.URL.Scheme, req.URL.Host)
-			}
-			return nil
-		},
+	return &http.Client{Timeout: refreshTimeout, CheckRedirect: sameOriginRedirects}
+}
+
+// withSameOriginRedirects is client following redirects only within the
+// JWKS URL's origin, so that a redirect cannot hand the choice of keys to
+// another host; a client with a redirect policy of its own keeps it. The
+// caller's client is copied, not changed.
+func withSameOriginRedirects(client *http.Client) *http.Client {
+	if client.CheckRedirect != nil {
+		return client
 	}
+	c := *client
+	c.CheckRedirect = sameOriginRedirects
+	return &c
+}
+
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxJWKSRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
+	}
+	if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+		return fmt.Errorf("redirect to another origin (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
 }

@@ -65,12 +65,16 @@ func TestAJWKThatIsNoValidPublicKeyIsUnreadable(t *testing.T) {
 	}
 }
 
-func TestAJWKSWithNoReadableKeyIsRefusedAndOneWithoutKeysIsEmpty(t *testing.T) {
-	_, err := parseJWKS([]byte(`{"keys":[{"kty":"AKP","kid":"pq"},{"kty":"oct","kid":"s"}]}`))
-	assert.ErrorContains(t, err, "none of its 2 keys can be read")
-	keys, err := parseJWKS([]byte(`{"keys":[]}`))
+func TestAKeySetWithNoReadableKeyIsRefused(t *testing.T) {
+	keys, err := parseJWKS([]byte(`{"keys":[{"kty":"AKP","kid":"pq"},{"kty":"oct","kid":"s"}]}`))
+	require.NoError(t, err, "read: each member passed over on its own")
+	assert.ErrorContains(t, requireReadable(keys), "none of the JWKS's 2 keys can be read")
+	keys, err = parseJWKS([]byte(`{"keys":[]}`))
 	require.NoError(t, err)
-	assert.Empty(t, keys)
+	assert.ErrorContains(t, requireReadable(keys), "has no keys")
+	keys, err = parseJWKS([]byte(`{"keys":[{"kty":"AKP","kid":"pq"},` + exampleRSA + `]}`))
+	require.NoError(t, err)
+	assert.NoError(t, requireReadable(keys))
 }
 
 func TestARSAKeyShorterThan2048BitsIsRefusedWhereItIsUsed(t *testing.T) {

@@ -34,13 +34,13 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		if !readable(keys) && rerr != nil && !errors.Is(rerr, errRefreshRateLimited) {
 			// The issuer could not be asked: the kid may be a rotated-in key
 			// we have not seen, so the token can not be judged (503, not 401).
-			return nil, fmt.Errorf("%w: kid %s not cached: %w", ErrKeysUnavailable, quoteKid(kid), rerr)
+			return nil, fmt.Errorf("%w: kid %s not cached: %w", ErrKeysUnavailable, quoteCallerText(kid), rerr)
 		}
 		if len(keys) == 0 {
-			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %s is not in the JWKS", quoteKid(kid)), rerr))
+			return nil, invalid(ReasonUnknownKey, errors.Join(fmt.Errorf("kid %s is not in the JWKS", quoteCallerText(kid)), rerr))
 		}
 		if !readable(keys) {
-			return nil, invalid(ReasonUnknownKey, fmt.Errorf("kid %s: the JWKS's key cannot be read: %w", quoteKid(kid), keys[0].unreadable))
+			return nil, invalid(ReasonUnknownKey, fmt.Errorf("kid %s: the JWKS's key cannot be read: %w", quoteCallerText(kid), keys[0].unreadable))
 		}
 	}
 	// Keys of different types may share a kid as equivalent alternatives
@@ -57,7 +57,7 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %s: %w", quoteKid(kid), errors.Join(errs...)))
+	return nil, invalid(ReasonDisallowedAlg, fmt.Errorf("kid %s: %w", quoteCallerText(kid), errors.Join(errs...)))
 }
 
 // currentKeys returns the keys fetched last. When they are due to be
@@ -65,7 +65,7 @@ func (v *Verifier) keyFor(ctx context.Context, kid, alg string) (any, error) {
 // request, and any until it lands, are judged by the keys at hand.
 func (v *Verifier) currentKeys(ctx context.Context) *keySet {
 	set := v.keys.Load()
-	if !v.cfg.Clock().Before(set.due) && v.scheduled.CompareAndSwap(false, true) {
+	if set.dueAt(v.cfg.Clock()) && v.scheduled.CompareAndSwap(false, true) {
 		go v.scheduledRefresh(context.WithoutCancel(ctx), set)
 	}
 	return set
@@ -91,8 +91,12 @@ func (v *Verifier) scheduledRefresh(ctx context.Context, set *keySet) {
 	}
 }
 
-// fetchKeys fetches and reads the JWKS and makes it the keys in use.
+// fetchKeys fetches and reads the JWKS and makes it the keys in use,
+// unless a fetch started after it has landed first: a fetch can outlive
+// its successor (frozen with its Lambda instance, or overtaken after a
+// clock step), and its older answer must not replace the newer one.
 func (v *Verifier) fetchKeys(ctx context.Context) (*keySet, error) {
+	seq := v.fetches.Add(1)
 	body, keep, err := fetchJWKS(ctx, v.client, v.cfg.JWKSURL, v.cfg.Clock())
 	if err != nil {
 		return nil, err
@@ -101,25 +105,38 @@ func (v *Verifier) fetchKeys(ctx context.Context) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &keySet{keys: keys, due: v.cfg.Clock().Add(keep)}
-	v.keys.Store(set)
-	return set, nil
+	if err := requireReadable(keys); err != nil {
+		return nil, err
+	}
+	now := v.cfg.Clock()
+	set := &keySet{keys: keys, fetched: now, due: now.Add(keep), seq: seq}
+	for {
+		current := v.keys.Load()
+		if current != nil && current.seq > seq {
+			return current, nil
+		}
+		if v.keys.CompareAndSwap(current, set) {
+			return set, nil
+		}
+	}
 }
 
-// maxKidShown is how much of a kid a refusal quotes: the kid is the
-// caller's text, and a refusal is logged for every rejected request.
-const maxKidShown = 64
+// maxCallerTextShown is how much of a token's header member (kid, alg) a
+// refusal quotes: it is the caller's text, read before any signature
+// check, and a refusal is logged for every rejected request.
+const maxCallerTextShown = 64
 
-// quoteKid quotes kid for a message, cut to maxKidShown bytes.
-func quoteKid(kid string) string {
-	if len(kid) <= maxKidShown {
-		return strconv.Quote(kid)
+// quoteCallerText quotes text for a message, cut to maxCallerTextShown
+// bytes.
+func quoteCallerText(text string) string {
+	if len(text) <= maxCallerTextShown {
+		return strconv.Quote(text)
 	}
-	cut := kid[:maxKidShown]
+	cut := text[:maxCallerTextShown]
 	for !utf8.ValidString(cut) {
 		cut = cut[:len(cut)-1]
 	}
-	return fmt.Sprintf("%q... (%d bytes)", cut, len(kid))
+	return fmt.Sprintf("%q... (%d bytes)", cut, len(text))
 }
 
 // publicKeyFor checks key may verify alg and returns its Go public key:
@@ -211,7 +228,9 @@ func (r *keyRefresher) do(ctx context.Context, fetch func(context.Context) (*key
 			return nil, ctx.Err()
 		}
 	}
-	if !stale && !r.last.IsZero() && now.Sub(r.last) < r.minInterval {
+	// A wall clock reading earlier than the last start was stepped back:
+	// the interval is not held against the caller for the step's length.
+	if !stale && !r.last.IsZero() && now.Sub(r.last) < r.minInterval && !now.Before(r.last) {
 		lastErr := r.lastErr
 		r.mu.Unlock()
 		if lastErr != nil {

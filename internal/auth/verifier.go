@@ -61,8 +61,9 @@ type VerifierConfig struct {
 	// RolesClaim names the roles claim (array of strings or space-separated
 	// string). Default "roles".
 	RolesClaim string
-	// HTTPClient fetches the JWKS. Default: a client with a 10 s timeout
-	// that follows redirects only within the JWKS URL's origin.
+	// HTTPClient fetches the JWKS. Default: a client with a 10 s timeout.
+	// Either follows redirects only within the JWKS URL's origin, unless
+	// the given client has a CheckRedirect of its own.
 	HTTPClient *http.Client
 	// MinRefreshInterval is the least time between two JWKS fetches forced by
 	// tokens with an unknown kid, so garbage kids cannot turn into a flood of
@@ -83,16 +84,19 @@ type VerifierConfig struct {
 // while that request and the next go on with the keys already fetched,
 // and at once, rate limited, when a token names a kid it does not hold.
 type Verifier struct {
-	cfg     VerifierConfig
-	names   ClaimNames
-	algs    map[string]bool
-	parser  *jwt.Parser
-	client  *http.Client
-	logger  *slog.Logger
-	keys    atomic.Pointer[keySet]
-	refresh keyRefresher
+	cfg       VerifierConfig
+	names     ClaimNames
+	algs      map[string]bool
+	parser    *jwt.Parser
+	validator *jwt.Validator
+	client    *http.Client
+	logger    *slog.Logger
+	keys      atomic.Pointer[keySet]
+	refresh   keyRefresher
 	// scheduled is set while a refresh found due by a request runs.
 	scheduled atomic.Bool
+	// fetches numbers the JWKS fetches as they start.
+	fetches atomic.Uint64
 }
 
 func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
@@ -143,11 +147,11 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		cfg:   cfg,
 		names: ClaimNames{MerchantClaim: cfg.MerchantClaim, RolesClaim: cfg.RolesClaim}.withDefaults(),
 		algs:  algs,
-		// Read-only once built (its validator is set by the options), so
-		// one serves every request.
-		parser: jwt.NewParser(
-			jwt.WithValidMethods(cfg.Algorithms),
-			jwt.WithIssuer(cfg.Issuer),
+		// Both read-only once built, so one serves every request. The
+		// parser checks the signature only; the claims are judged in
+		// Verify, in an order of its own.
+		parser: jwt.NewParser(jwt.WithValidMethods(cfg.Algorithms), jwt.WithoutClaimsValidation()),
+		validator: jwt.NewValidator(
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuedAt(),
 			jwt.WithLeeway(cfg.Skew),
@@ -159,6 +163,8 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	}
 	if v.client == nil {
 		v.client = defaultJWKSClient()
+	} else {
+		v.client = withSameOriginRedirects(v.client)
 	}
 	if v.logger == nil {
 		v.logger = slog.New(slog.DiscardHandler)
@@ -213,7 +219,7 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 	// Pin the algorithm before touching keys: "none" and HS* stop here even
 	// when the kid names a real key.
 	if !v.algs[hdr.Alg] {
-		return Subject{}, invalid(ReasonDisallowedAlg, fmt.Errorf("alg %q is not accepted", hdr.Alg))
+		return Subject{}, invalid(ReasonDisallowedAlg, fmt.Errorf("alg %s is not accepted", quoteCallerText(hdr.Alg)))
 	}
 	if hdr.Kid == "" {
 		return Subject{}, invalid(ReasonUnknownKey, errors.New("token header has no kid"))
@@ -222,21 +228,38 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 	if err != nil {
 		return Subject{}, err
 	}
-	// The parser reads the same header: it verifies with hdr.Alg, which
-	// keyFor found key fit for, then checks exp, nbf, iat and iss.
-	token, err := v.parser.Parse(rawToken, func(*jwt.Token) (any, error) { return key, nil })
+	token, err := v.parser.Parse(rawToken, func(t *jwt.Token) (any, error) {
+		// The parser reads the header again: it must verify with the alg
+		// keyFor found key fit for, not another reading of it.
+		if t.Method.Alg() != hdr.Alg {
+			return nil, fmt.Errorf("header alg read as %s and as %s", quoteCallerText(hdr.Alg), quoteCallerText(t.Method.Alg()))
+		}
+		return key, nil
+	})
 	if err != nil {
 		return Subject{}, classifyJWTError(err)
 	}
 	claims, ok := token.Claims.(jwt.MapClaims)
-	if !ok {
-		return Subject{}, invalid(ReasonMalformedToken, fmt.Errorf("claims decoded as %T", token.Claims))
+	if !ok || claims == nil {
+		return Subject{}, invalid(ReasonMalformedToken, errors.New("payload is not a JSON object"))
+	}
+	if err := checkNumericDates(claims); err != nil {
+		return Subject{}, invalid(ReasonInvalidClaims, err)
+	}
+	if err := v.validator.Validate(claims); err != nil {
+		return Subject{}, classifyJWTError(err)
+	}
+	if iss, err := claims.GetIssuer(); err != nil || iss != v.cfg.Issuer {
+		return Subject{}, invalid(ReasonWrongIssuer, fmt.Errorf("iss %s is not %s", quoteCallerText(fmt.Sprint(claims["iss"])), v.cfg.Issuer))
 	}
 	// aud must contain this resource exactly (RFC 8707, RFC 9068 §4): no
 	// normalisation, and a token without aud is for no resource at all.
 	aud, err := claims.GetAudience()
-	if err != nil || !slices.Contains(aud, v.cfg.Audience) {
-		return Subject{}, invalid(ReasonWrongAudience, fmt.Errorf("aud %v does not name %s", aud, v.cfg.Audience))
+	if err != nil {
+		return Subject{}, invalid(ReasonWrongAudience, fmt.Errorf("aud: %w", err))
+	}
+	if !slices.Contains(aud, v.cfg.Audience) {
+		return Subject{}, invalid(ReasonWrongAudience, fmt.Errorf("aud %s does not name %s", quoteCallerText(strings.Join(aud, " ")), v.cfg.Audience))
 	}
 	s, err := SubjectFromClaims(claims, v.names)
 	if err != nil {
@@ -245,12 +268,39 @@ func (v *Verifier) Verify(ctx context.Context, rawToken string) (Subject, error)
 	return s, nil
 }
 
-type tokenHeader struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
+// maxNumericDate is 9999-12-31T23:59:59Z: a NumericDate beyond it (or
+// before 1970) is no date a token means, and converted to a time it wraps.
+const maxNumericDate = 253402300799
+
+// checkNumericDates requires exp, nbf and iat, where present, to be JSON
+// numbers a time can hold; exp must also be after 1970 (the library takes
+// an exp of 0 for none at all).
+func checkNumericDates(claims jwt.MapClaims) error {
+	for _, name := range []string{"exp", "nbf", "iat"} {
+		raw, present := claims[name]
+		if !present {
+			continue
+		}
+		n, ok := raw.(float64)
+		if !ok {
+			return fmt.Errorf("%s is not a number", name)
+		}
+		if n < 0 || n > maxNumericDate || (name == "exp" && n == 0) {
+			return fmt.Errorf("%s %g is out of range", name, n)
+		}
+	}
+	return nil
 }
 
-// splitToken accepts only the JWS compact form and decodes its header.
+type tokenHeader struct {
+	Alg, Kid string
+}
+
+// splitToken accepts only the JWS compact form and reads the header's
+// alg and kid by their exact names (JSON member names are case sensitive;
+// encoding/json matches struct fields regardless of case, and the JWT
+// library reads the same header as a map). A header with crit is refused:
+// no extension is understood here (RFC 7515 §4.1.11), b64 among them.
 func splitToken(raw string) (tokenHeader, error) {
 	parts := strings.Split(raw, ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
@@ -260,9 +310,20 @@ func splitToken(raw string) (tokenHeader, error) {
 	if err != nil {
 		return tokenHeader{}, fmt.Errorf("decode header: %w", err)
 	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil || members == nil {
+		return tokenHeader{}, errors.New("parse header: not a JSON object")
+	}
+	if _, ok := members["crit"]; ok {
+		return tokenHeader{}, errors.New("header has crit: no JWS extension is understood here")
+	}
 	var h tokenHeader
-	if err := json.Unmarshal(b, &h); err != nil {
-		return tokenHeader{}, fmt.Errorf("parse header: %w", err)
+	for name, into := range map[string]*string{"alg": &h.Alg, "kid": &h.Kid} {
+		if raw, ok := members[name]; ok {
+			if err := json.Unmarshal(raw, into); err != nil {
+				return tokenHeader{}, fmt.Errorf("parse header: %s is not a string", name)
+			}
+		}
 	}
 	return h, nil
 }
@@ -279,8 +340,6 @@ func classifyJWTError(err error) *TokenError {
 		return invalid(ReasonExpired, err)
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return invalid(ReasonNotYetValid, err)
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return invalid(ReasonWrongIssuer, err)
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing), errors.Is(err, jwt.ErrTokenInvalidClaims):
 		return invalid(ReasonInvalidClaims, err)
 	default:
