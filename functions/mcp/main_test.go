@@ -80,6 +80,6 @@ func TestHeapAllocatedCountsWhatIsAllocatedAndNotFreed(t *testing.T) {
 	assert.GreaterOrEqual(t, after-before, uint64(len(kept)))
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
-	assert.InDelta(t, float64(mem.HeapAlloc), float64(heapAllocated()), float64(1<<20), "as MemStats.HeapAlloc counts it")
+	assert.InDelta(t, float64(mem.HeapAlloc), float64(heapAllocated()), float64(2<<20), "as MemStats.HeapAlloc counts it, less what the allocation caches hold")
 	runtime.KeepAlive(kept)
 }
