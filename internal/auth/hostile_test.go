@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/testsync"
 )
 
 // refreshTimeoutForTests is the verifier's bound on one refresh: past it by
@@ -307,4 +309,35 @@ func TestAClientOfTheCallersAlsoFollowsRedirectsOnlyWithinTheJWKSOrigin(t *testi
 	own := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}
 	_, err = auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: elsewhere.URL + "/jwks", Issuer: hostileIssuer, Audience: resource, HTTPClient: own})
 	assert.NoError(t, err, "a client with its own redirect policy keeps it")
+}
+
+// A clock stepped back while the issuer is down: the verifier asks again
+// at the pace of a failed refresh (every five minutes), not on every
+// request, and says so once, not once per request.
+func TestAWallClockSteppedBackWhileTheIssuerIsDownDoesNotTurnEveryRequestIntoARefresh(t *testing.T) {
+	s := newRawSigner(t)
+	var down atomic.Bool
+	url, fetches := sequencedJWKS(t, func(int64) []byte {
+		if down.Load() {
+			return []byte(`<html>down</html>`)
+		}
+		return keysDocument(t, s.rsaJWK("k", nil))
+	})
+	clock := &testClock{now: time.Now()}
+	var logs testsync.Buffer
+	v := verifierAt(t, url, hostileIssuer, clock, func(c *auth.VerifierConfig) {
+		c.Skew = 3 * time.Hour
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	down.Store(true)
+	clock.Advance(-time.Hour)
+	token := signedWithKid(t, s, "k")
+	for range 50 {
+		_, err := v.Verify(context.Background(), token)
+		require.NoError(t, err, "the keys at hand stay in use")
+		clock.Advance(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, fetches.Load(), int64(3), "fetches in 50 s of requests")
+	assert.LessOrEqual(t, strings.Count(logs.String(), "JWKS refresh failed"), 2)
 }

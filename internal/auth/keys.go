@@ -81,8 +81,11 @@ func (v *Verifier) scheduledRefresh(ctx context.Context, set *keySet) {
 	if err == nil {
 		return
 	}
+	// Decided now: also when the wall clock reads earlier than the keys'
+	// fetch (stepped back), or they would be found due on every request.
 	kept := *set
-	kept.due = v.cfg.Clock().Add(jwksMinInterval)
+	kept.fetched = v.cfg.Clock()
+	kept.due = kept.fetched.Add(jwksMinInterval)
 	// Unless a refresh forced meanwhile has stored newer keys.
 	v.keys.CompareAndSwap(set, &kept)
 	if !errors.Is(err, errRefreshRateLimited) {
