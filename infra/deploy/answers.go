@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -24,9 +25,12 @@ var (
 
 // parameter is one template parameter's constraints.
 type parameter struct {
+	Type           string   `yaml:"Type"`
 	Default        *string  `yaml:"Default"`
 	AllowedPattern string   `yaml:"AllowedPattern"`
 	AllowedValues  []string `yaml:"AllowedValues"`
+	MinValue       *float64 `yaml:"MinValue"`
+	MaxValue       *float64 `yaml:"MaxValue"`
 	Description    string   `yaml:"Description"`
 }
 
@@ -80,6 +84,38 @@ func (p parameter) validate(name, v string) error {
 	if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
 		return fmt.Errorf("%s=%q: one of %s", name, v, strings.Join(p.AllowedValues, ", "))
 	}
+	if p.Type == "Number" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a number", name, v)
+		}
+		if p.MinValue != nil && n < *p.MinValue {
+			return fmt.Errorf("%s=%s: the least is %g", name, v, *p.MinValue)
+		}
+		if p.MaxValue != nil && n > *p.MaxValue {
+			return fmt.Errorf("%s=%s: the most is %g", name, v, *p.MaxValue)
+		}
+	}
+	return nil
+}
+
+// checkARNRegions refuses an alarm topic or KMS key ARN of another region
+// than the stack's: CloudWatch refuses the alarm action while the stack is
+// created, and KMS the decrypt at the functions' cold start.
+func checkARNRegions(answers map[string]string, region string) error {
+	for _, k := range []string{"AlarmTopicArn", "DownstreamApiKeyKmsKeyArn"} {
+		arn := answers[k]
+		if arn == "" {
+			continue
+		}
+		parts := strings.SplitN(arn, ":", 5)
+		if len(parts) < 5 || parts[0] != "arn" {
+			return fmt.Errorf("%s=%q: not an ARN", k, arn)
+		}
+		if parts[3] != region {
+			return fmt.Errorf("%s=%q is in %s, the stack in %s: use one of %s, or deploy with -region %s", k, arn, parts[3], region, region, parts[3])
+		}
+	}
 	return nil
 }
 
@@ -113,7 +149,7 @@ var questions = []question{
 func ask(p prompter, params map[string]parameter, answers map[string]string, guided bool) error {
 	qs := slices.Clone(questions)
 	if answers["GatewayJwtAuthorizer"] == "true" || guided {
-		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (normally the endpoint URL)", false},
+		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (empty: the endpoint URL, read from the stack at each deploy)", false},
 			question{"GatewayRequiredScope", "OAuth scope the JWT authorizer requires on /mcp", false})
 	}
 	for _, q := range qs {
@@ -179,8 +215,8 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 			return fmt.Errorf("answers file: %w", err)
 		}
 	}
-	if answers["GatewayJwtAuthorizer"] == "true" && (answers["JwtAudience"] == "" || answers["GatewayRequiredScope"] == "") {
-		return errors.New("GatewayJwtAuthorizer=true needs JwtAudience and GatewayRequiredScope (run with -guided)")
+	if answers["GatewayJwtAuthorizer"] == "true" && answers["GatewayRequiredScope"] == "" {
+		return errors.New("GatewayJwtAuthorizer=true needs GatewayRequiredScope (run with -guided)")
 	}
 	return nil
 }
@@ -283,11 +319,11 @@ func parameterOverrides(answers map[string]string) []string {
 
 // deployCommand deploys the built template with params, each function's
 // revision (functionRevisions) in place of any answer for it.
-func deployCommand(sam string, o options, params, revisions map[string]string) []string {
+func deployCommand(sam, samConfig string, o options, params, revisions map[string]string) []string {
 	params = maps.Clone(params)
 	maps.Copy(params, revisions)
 	overrides := parameterOverrides(params)
-	cmd := []string{sam, "deploy", "--template-file", filepath.Join(o.buildDir, "template.yaml"),
+	cmd := []string{sam, "deploy", "--config-file", samConfig, "--template-file", filepath.Join(o.buildDir, "template.yaml"),
 		"--stack-name", o.stack, "--region", o.region,
 		"--capabilities", "CAPABILITY_IAM", "--resolve-s3", "--s3-prefix", o.stack,
 		// A failed first create deletes the stack rather than leave it in

@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // runner runs external commands (sam, the venv's python) and reads the
 // token issuer's public documents; tests replace it.
 type runner interface {
+	// available checks a tool can be run before anything else is.
+	available(path string) error
 	run(ctx context.Context, out io.Writer, cmd ...string) error
 	output(ctx context.Context, cmd ...string) ([]byte, error)
 	fetch(ctx context.Context, url string) (status int, body []byte, err error)
@@ -22,8 +25,23 @@ type runner interface {
 
 type execRunner struct{}
 
+func (execRunner) available(path string) error {
+	if _, err := exec.LookPath(path); err != nil {
+		return fmt.Errorf("%s can not be run: %w", path, err)
+	}
+	return nil
+}
+
+// samInterruptGrace is how long sam may take to stop after Ctrl-C: it
+// deletes a stack whose first create failed itself, client side, which it
+// can not do when killed at once (the stack would stay in
+// ROLLBACK_COMPLETE).
+const samInterruptGrace = 2 * time.Minute
+
 func (execRunner) run(ctx context.Context, out io.Writer, cmd ...string) error {
 	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = samInterruptGrace
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, out, os.Stderr
 	c.Env = append(os.Environ(), "SAM_CLI_TELEMETRY=0")
 	if err := c.Run(); err != nil {
@@ -54,17 +72,36 @@ type accountFacts struct {
 // lambdaUnreservedMinimum is what Lambda keeps unreserved in every account.
 const lambdaUnreservedMinimum = 100
 
-const accountScript = `
-import boto3, json, sys
+// awsErrors turns what boto3 raises for missing credentials or a refused
+// call into one line on stderr and exit status 2, instead of a traceback.
+const awsErrors = `
+import sys
+from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError, EndpointConnectionError
+def fail(e, needs):
+    if isinstance(e, NoCredentialsError):
+        print("no AWS credentials: aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", file=sys.stderr)
+    elif isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        print("AWS refused: %s: %s (the deploying identity needs %s)" % (err.get("Code"), err.get("Message"), needs), file=sys.stderr)
+    else:
+        print("AWS: %s" % e, file=sys.stderr)
+    sys.exit(2)
+`
+
+const accountScript = awsErrors + `
+import boto3, json
 stack, region = sys.argv[1], sys.argv[2]
-lam = boto3.client("lambda", region_name=region)
-limit = lam.get_account_settings()["AccountLimit"]
-ours = 0
-for fn in (stack + "-mcp", stack + "-reconciler"):
-    try:
-        ours += lam.get_function_concurrency(FunctionName=fn).get("ReservedConcurrentExecutions", 0)
-    except lam.exceptions.ResourceNotFoundException:
-        pass
+try:
+    lam = boto3.client("lambda", region_name=region)
+    limit = lam.get_account_settings()["AccountLimit"]
+    ours = 0
+    for fn in (stack + "-mcp", stack + "-reconciler"):
+        try:
+            ours += lam.get_function_concurrency(FunctionName=fn).get("ReservedConcurrentExecutions", 0)
+        except lam.exceptions.ResourceNotFoundException:
+            pass
+except Exception as e:
+    fail(e, "lambda:GetAccountSettings and lambda:GetFunctionConcurrency")
 print(json.dumps({"limit": limit["ConcurrentExecutions"], "unreserved": limit["UnreservedConcurrentExecutions"], "ours_reserved": ours}))
 `
 
@@ -80,21 +117,24 @@ func accountConcurrency(ctx context.Context, r runner, python string, o options)
 	return f, nil
 }
 
-// fitConcurrency checks the reservations leave Lambda its 100 unreserved
-// executions; if not, it offers (interactive) to deploy without
-// reservations, else refuses with the numbers.
-func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error {
+// reservations are the parameters fitConcurrency checks.
+var reservations = []string{"McpReservedConcurrency", "ReconcilerReservedConcurrency"}
+
+// fitConcurrency checks the reservations (answered, else the template's
+// defaults, read on every run) leave Lambda its 100 unreserved executions;
+// if not, it offers (interactive) to deploy without reservations, else
+// refuses with the numbers. Only that choice is written into answers.
+func fitConcurrency(p prompter, tpl map[string]parameter, answers map[string]string, f accountFacts) error {
 	want := 0
-	for _, k := range []string{"McpReservedConcurrency", "ReconcilerReservedConcurrency"} {
-		v := answers[k]
-		if v == "" {
-			v = map[string]string{"McpReservedConcurrency": "10", "ReconcilerReservedConcurrency": "2"}[k]
+	for _, k := range reservations {
+		v, answered := answers[k]
+		if !answered && tpl[k].Default != nil {
+			v = *tpl[k].Default
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return fmt.Errorf("%s=%q: want a non-negative integer", k, v)
 		}
-		answers[k] = strconv.Itoa(n)
 		want += n
 	}
 	if want == 0 {
@@ -107,7 +147,7 @@ func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error
 	}
 	msg := fmt.Sprintf("the account's Lambda concurrency limit is %d (%d unreserved now); reserving %d would leave %d, but Lambda keeps %d unreserved",
 		f.Limit, f.Unreserved, want, left, lambdaUnreservedMinimum)
-	ok, err := p.confirm(msg + ". Deploy without reserved concurrency (route throttling remains the only cap; ask AWS for a higher limit later)?")
+	ok, err := p.confirm(msg + ". Deploy without reserved concurrency (route throttling remains the only cap; ask AWS for a higher limit later, then run with -guided)?")
 	if err != nil {
 		return err
 	}
@@ -118,9 +158,8 @@ func fitConcurrency(p prompter, answers map[string]string, f accountFacts) error
 	return nil
 }
 
-const stackScript = `
-import boto3, json, sys
-from botocore.exceptions import ClientError
+const stackScript = awsErrors + `
+import boto3, json
 stack, region = sys.argv[1], sys.argv[2]
 try:
     stacks = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"]
@@ -129,19 +168,42 @@ except ClientError as e:
     if err.get("Code") == "ValidationError" and "does not exist" in err.get("Message", ""):
         print(json.dumps({}))
         sys.exit(0)
-    raise
+    fail(e, "cloudformation:DescribeStacks")
+except Exception as e:
+    fail(e, "cloudformation:DescribeStacks")
 s = stacks[0]
 outs = {o["OutputKey"]: o["OutputValue"] for o in s.get("Outputs", [])}
 params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Parameters", [])}
-print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", "")}))
+print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"]}))
 `
 
 // stackState is what a deploy needs to know of the stack: its endpoint
-// (empty when there is no stack, or no output yet) and the ResourceUrl
-// its functions were last deployed with.
+// (empty when there is no stack, or no output yet), the ResourceUrl its
+// functions were last deployed with and its status (empty: no stack).
 type stackState struct {
 	Endpoint    string `json:"endpoint"`
 	ResourceURL string `json:"resource_url"`
+	Status      string `json:"status"`
+}
+
+// deployable says what to do about a stack CloudFormation will not
+// update, before anything is built. No stack, or one sam left in
+// REVIEW_IN_PROGRESS (a declined first change set), deploys as new.
+func (st stackState) deployable(o options) error {
+	where := fmt.Sprintf("-stack %s -region %s", o.stack, o.region)
+	switch s := st.Status; {
+	case s == "" || s == "REVIEW_IN_PROGRESS":
+		return nil
+	case s == "ROLLBACK_COMPLETE" || s == "ROLLBACK_FAILED" || s == "DELETE_FAILED":
+		return fmt.Errorf("the stack %s is %s (a first create that failed, or a delete that did): run make destroy ARGS=\"%s\", then deploy again", o.stack, s, where)
+	case strings.HasSuffix(s, "_IN_PROGRESS"):
+		return fmt.Errorf("the stack %s is %s: wait for it to finish (aws cloudformation describe-stacks --stack-name %s --region %s), then deploy again", o.stack, s, o.stack, o.region)
+	case s == "UPDATE_ROLLBACK_FAILED":
+		return fmt.Errorf("the stack %s is %s: aws cloudformation continue-update-rollback --stack-name %s --region %s, then deploy again", o.stack, s, o.stack, o.region)
+	case strings.HasSuffix(s, "_FAILED"):
+		return fmt.Errorf("the stack %s is %s: see its events in the CloudFormation console before deploying again", o.stack, s)
+	}
+	return nil
 }
 
 func readStack(ctx context.Context, r runner, python string, o options) (stackState, error) {

@@ -7,8 +7,9 @@
 // The first run (or -guided) asks for what the template cannot default:
 // the token issuer and its JWKS URL, the providers' URLs, the SSM names of
 // their API keys, and remembers the answers in .deploy/<stack>.json (git
-// ignores it), so later runs ask nothing. Every answer is checked against
-// the template parameter's own AllowedPattern before anything is deployed.
+// ignores it), with the region the stack went to (.deploy/<stack>.region),
+// so later runs ask nothing and go back there. Every answer is checked
+// against the template parameter's own rules before anything is deployed.
 // Before deploying it checks the account's Lambda concurrency: reserved
 // concurrency must leave Lambda its 100 unreserved executions. Without a
 // ResourceUrl (no custom domain yet) it deploys once with a placeholder,
@@ -40,16 +41,37 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if err := needsTerminal(os.Args[1:], os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "deploy:", err)
+		os.Exit(2)
+	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, execRunner{}); err != nil {
 		fmt.Fprintln(os.Stderr, "deploy:", err)
 		os.Exit(1)
 	}
 }
 
+// needsTerminal refuses a run that would ask questions (no -yes) when
+// stdin is not a terminal: in CI sam's confirmation would fail only after
+// the build, the upload and the change set, and answers piped in are read
+// ahead of sam's own prompt.
+func needsTerminal(args []string, stdin *os.File) error {
+	o, err := parseArgs(args)
+	if err != nil || o.yes {
+		return nil // run reports the arguments' error
+	}
+	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return nil
+	}
+	return errors.New("stdin is not a terminal: run interactively, or pass -yes (ARGS=-yes) with the answers remembered")
+}
+
 // options are the command line.
 type options struct {
 	stack, region, venv, template, stateDir, buildDir string
 	guided, yes, destroy, republish                   bool
+	// regionGiven: -region was on the command line (not a default).
+	regionGiven bool
 }
 
 func parseArgs(args []string) (options, error) {
@@ -57,7 +79,7 @@ func parseArgs(args []string) (options, error) {
 	fs.SetOutput(io.Discard)
 	var o options
 	fs.StringVar(&o.stack, "stack", "intentgate-dev", "CloudFormation stack name")
-	fs.StringVar(&o.region, "region", envOr("AWS_REGION", "us-east-1"), "AWS region")
+	fs.StringVar(&o.region, "region", envOr("AWS_REGION", envOr("AWS_DEFAULT_REGION", defaultRegion)), "AWS region (default: the one the stack was deployed to, else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)")
 	fs.StringVar(&o.venv, "venv", ".venv-tools", "virtualenv holding sam and boto3")
 	fs.StringVar(&o.template, "template", "template.yaml", "SAM template")
 	fs.StringVar(&o.stateDir, "state", ".deploy", "where answers are remembered")
@@ -72,6 +94,7 @@ func parseArgs(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { o.regionGiven = o.regionGiven || f.Name == "region" })
 	if !stackName.MatchString(o.stack) {
 		return options{}, fmt.Errorf("-stack %q: 1-53 letters, digits and hyphens, starting with a letter (the reconciler's function name, <stack>-reconciler, may have 64)", o.stack)
 	}
@@ -83,6 +106,8 @@ func parseArgs(args []string) (options, error) {
 	}
 	return o, nil
 }
+
+const defaultRegion = "us-east-1"
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -97,13 +122,21 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		return err
 	}
 	sam := filepath.Join(o.venv, "bin", "sam")
-	if o.destroy {
-		cmd := []string{sam, "delete", "--stack-name", o.stack, "--region", o.region}
-		if o.yes {
-			cmd = append(cmd, "--no-prompts")
+	python := filepath.Join(o.venv, "bin", "python")
+	for _, tool := range []string{sam, python} {
+		if err := r.available(tool); err != nil {
+			return fmt.Errorf("%w (make deploy builds the tools virtualenv %s first)", err, o.venv)
 		}
-		fmt.Fprintf(out, "Deleting stack %s in %s. The operations table is retained (DeletionPolicy); delete it yourself when its records may go.\n", o.stack, o.region)
-		return r.run(ctx, out, cmd...)
+	}
+	if o, err = settleRegion(o, out); err != nil {
+		return err
+	}
+	samConfig, err := emptySamConfig(o.stateDir)
+	if err != nil {
+		return err
+	}
+	if o.destroy {
+		return destroy(ctx, r, out, o, sam, python, samConfig)
 	}
 	tpl, err := loadParameters(o.template)
 	if err != nil {
@@ -131,18 +164,32 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		}
 	}
 
-	python := filepath.Join(o.venv, "bin", "python")
+	if err := checkARNRegions(answers, o.region); err != nil {
+		return err
+	}
 	account, err := accountConcurrency(ctx, r, python, o)
 	if err != nil {
 		return err
 	}
-	if err := fitConcurrency(p, answers, account); err != nil {
+	if err := fitConcurrency(p, tpl, answers, account); err != nil {
 		return err
 	}
 	if err := saveAnswers(state, answers); err != nil {
 		return err
 	}
-	if err := r.run(ctx, out, sam, "build", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
+	// Read before anything is built: a stack CloudFormation will not
+	// update is reported now, not after the build and the upload.
+	st, err := readStack(ctx, r, python, o)
+	if err != nil {
+		return err
+	}
+	if err := st.deployable(o); err != nil {
+		return err
+	}
+	if err := rememberRegion(o); err != nil {
+		return err
+	}
+	if err := r.run(ctx, out, sam, "build", "--config-file", samConfig, "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
 	}
 	saltFile := filepath.Join(o.stateDir, o.stack+".republished")
@@ -150,12 +197,18 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err != nil {
 		return err
 	}
+	audienceIsTheEndpoint := answers["GatewayJwtAuthorizer"] == "true" && answers["JwtAudience"] == ""
 	deploy := func(params map[string]string) error {
+		if audienceIsTheEndpoint {
+			// The authorizer has no fallback to ResourceUrl; the answer
+			// left empty means it, read anew at every deploy.
+			params["JwtAudience"] = params["ResourceUrl"]
+		}
 		revisions, err := functionRevisions(o.buildDir, tpl, params, salt)
 		if err != nil {
 			return err
 		}
-		return r.run(ctx, out, deployCommand(sam, o, params, revisions)...)
+		return r.run(ctx, out, deployCommand(sam, samConfig, o, params, revisions)...)
 	}
 	params := withDefaults(tpl, answers)
 	if answers["ResourceUrl"] != "" {
@@ -167,10 +220,6 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	// No answer: the API's own URL, which only the stack knows. It is
 	// read from the stack on every run and never remembered as an answer,
 	// so a stack created anew gets its own.
-	st, err := readStack(ctx, r, python, o)
-	if err != nil {
-		return err
-	}
 	if st.Endpoint == "" {
 		// No stack yet: a first deploy with a placeholder reveals the URL.
 		params["ResourceUrl"] = placeholderResourceURL
@@ -236,6 +285,93 @@ func rememberSalt(o options, path, salt string) error {
 	}
 	if err := os.WriteFile(path, []byte(salt+"\n"), 0o600); err != nil {
 		return fmt.Errorf("remember -republish: %w", err)
+	}
+	return nil
+}
+
+// settleRegion picks the stack's region: the one it was deployed to,
+// remembered with its answers (a run without -region goes back there,
+// and a different -region is refused: it would create a second stack of
+// the same name), else -region, AWS_REGION, AWS_DEFAULT_REGION, us-east-1.
+func settleRegion(o options, out io.Writer) (options, error) {
+	raw, err := os.ReadFile(regionFile(o))
+	if errors.Is(err, fs.ErrNotExist) {
+		if !o.regionGiven {
+			fmt.Fprintf(out, "Region %s (no -region given; AWS_REGION, then AWS_DEFAULT_REGION, then %s).\n", o.region, defaultRegion)
+		}
+		return o, nil
+	}
+	if err != nil {
+		return o, fmt.Errorf("read the stack's region: %w", err)
+	}
+	remembered := strings.TrimSpace(string(raw))
+	if !regionName.MatchString(remembered) {
+		return o, fmt.Errorf("%s: %q is not a region name", regionFile(o), remembered)
+	}
+	if o.regionGiven && o.region != remembered {
+		return o, fmt.Errorf("the stack %s was deployed to %s (%s); -region %s would create a second stack of that name: use another -stack, or make destroy it first",
+			o.stack, remembered, regionFile(o), o.region)
+	}
+	o.region = remembered
+	return o, nil
+}
+
+func regionFile(o options) string { return filepath.Join(o.stateDir, o.stack+".region") }
+
+// rememberRegion keeps the region a deploy is about to create or update
+// the stack in.
+func rememberRegion(o options) error {
+	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
+		return fmt.Errorf("remember the region: %w", err)
+	}
+	if err := os.WriteFile(regionFile(o), []byte(o.region+"\n"), 0o600); err != nil {
+		return fmt.Errorf("remember the region: %w", err)
+	}
+	return nil
+}
+
+// emptySamConfig is the configuration every sam command is given: empty.
+// Without it sam reads the repository's samconfig.toml (a profile, a
+// bucket set there for hand-run sam would send the deploy elsewhere than
+// where the account was checked). An absolute path: sam reads a relative
+// one against the template's folder.
+func emptySamConfig(stateDir string) (string, error) {
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return "", fmt.Errorf("state folder: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state folder: %w", err)
+	}
+	path := filepath.Join(dir, "samconfig.none.toml")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// destroy deletes the stack, where it is: sam delete answers a stack that
+// is not there with an error and exit status 0.
+func destroy(ctx context.Context, r runner, out io.Writer, o options, sam, python, samConfig string) error {
+	st, err := readStack(ctx, r, python, o)
+	if err != nil {
+		return err
+	}
+	if st.Status == "" {
+		return fmt.Errorf("no stack %s in %s (another -region?)", o.stack, o.region)
+	}
+	cmd := []string{sam, "delete", "--config-file", samConfig, "--stack-name", o.stack, "--region", o.region}
+	if o.yes {
+		cmd = append(cmd, "--no-prompts")
+	}
+	fmt.Fprintf(out, "Deleting stack %s in %s, with its functions, API, alarms, dashboard, failure queue and log groups "+
+		"(the audit records in them go too: export them first if they must be kept), and its artifacts in sam's bucket. "+
+		"The operations table is retained (DeletionPolicy); delete it yourself when its records may go.\n", o.stack, o.region)
+	if err := r.run(ctx, out, cmd...); err != nil {
+		return err
+	}
+	if err := os.Remove(regionFile(o)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("forget the region: %w", err)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 // out of reach, as the network is in tests.
 type fakeAWS struct {
 	facts         accountFacts
+	status        string // the stack's status when it exists (default CREATE_COMPLETE / UPDATE_COMPLETE)
 	endpoint      string
 	existing      bool
 	existingURL   string
@@ -49,6 +50,8 @@ type page struct {
 	status int
 	body   string
 }
+
+func (f *fakeAWS) available(string) error { return nil }
 
 func (f *fakeAWS) fetch(_ context.Context, url string) (int, []byte, error) {
 	p, ok := f.web[url]
@@ -145,15 +148,19 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
 	case strings.Contains(cmd[2], "describe_stacks"):
+		status := f.status
+		if status == "" {
+			status = "UPDATE_COMPLETE"
+		}
 		switch {
 		case len(f.applied) > 0:
-			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: f.applied[len(f.applied)-1]["ResourceUrl"]})
+			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: f.applied[len(f.applied)-1]["ResourceUrl"], Status: status})
 		case f.existing:
 			url := f.existingURL
 			if url == "" {
 				url = f.endpoint
 			}
-			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url})
+			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url, Status: status})
 		}
 		return []byte("{}\n"), nil // no stack yet
 	}
@@ -225,8 +232,8 @@ func TestFirstGuidedDeployFindsItsEndpointAndRemembersTheAnswers(t *testing.T) {
 	assert.Equal(t, "Canary10Percent5Minutes", first["DeploymentType"])
 	assert.Equal(t, "AllAtOnce", second["DeploymentType"], "away from a version that refuses every real token at once")
 	assert.Contains(t, deploys[1], "--confirm-changeset")
-	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--template-file"}, deploys[1][:3])
-	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][4:8])
+	assert.Equal(t, []string{"/venv/bin/sam", "deploy", "--config-file"}, deploys[1][:3])
+	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1"}, deploys[1][6:10])
 
 	// The second run asks nothing (stdin is empty), reads the endpoint from
 	// the stack again (it is not an answer) and deploys once, by the
@@ -307,13 +314,17 @@ func TestDeployArgumentsAreValidated(t *testing.T) {
 }
 
 func TestDestroyDeletesTheStackOnly(t *testing.T) {
-	aws := &fakeAWS{}
-	require.NoError(t, run(context.Background(), args(t, "-destroy", "-yes", "-stack", "ig-test"), strings.NewReader(""), io.Discard, aws))
-	require.Len(t, aws.ran, 1)
-	assert.Equal(t, []string{"/venv/bin/sam", "delete", "--stack-name", "ig-test", "--region", aws.ranRegion(), "--no-prompts"}, aws.ran[0])
+	aws := &fakeAWS{existing: true, endpoint: "https://x.execute-api.eu-west-1.amazonaws.com/mcp"}
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), args(t, "-destroy", "-yes", "-stack", "ig-test", "-region", "eu-west-1"), strings.NewReader(""), &out, aws))
+	require.Len(t, aws.ran, 2, "the stack is looked up, then deleted")
+	del := aws.ran[1]
+	assert.Equal(t, []string{"/venv/bin/sam", "delete"}, del[:2])
+	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1", "--no-prompts"}, del[4:])
+	for _, says := range []string{"log groups", "audit records", "operations table is retained"} {
+		assert.Contains(t, out.String(), says, "the destroy says what goes and what stays")
+	}
 }
-
-func (f *fakeAWS) ranRegion() string { return f.ran[0][5] }
 
 // rememberedAnswers writes an answers file for a -yes deploy and returns its
 // arguments.

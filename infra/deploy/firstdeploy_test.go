@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var roomy = accountFacts{Limit: 1000, Unreserved: 1000}
+
+// A stack CloudFormation will not update (a first create killed before
+// sam could delete it, one still changing, a rollback that failed) is
+// reported with what to do, before anything is built or sent.
+func TestADeployStopsBeforeBuildingWhenTheStackCannotBeUpdated(t *testing.T) {
+	for status, says := range map[string]string{
+		"ROLLBACK_COMPLETE":      "make destroy",
+		"ROLLBACK_FAILED":        "make destroy",
+		"DELETE_FAILED":          "make destroy",
+		"CREATE_IN_PROGRESS":     "wait",
+		"UPDATE_IN_PROGRESS":     "wait",
+		"DELETE_IN_PROGRESS":     "wait",
+		"UPDATE_ROLLBACK_FAILED": "continue-update-rollback",
+	} {
+		t.Run(status, func(t *testing.T) {
+			aws := &fakeAWS{facts: roomy, endpoint: "https://x.execute-api.us-east-1.amazonaws.com/mcp", existing: true, status: status}
+			err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+			require.ErrorContains(t, err, status)
+			assert.ErrorContains(t, err, says)
+			for _, c := range aws.ran {
+				assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+			}
+		})
+	}
+	for _, status := range []string{"UPDATE_ROLLBACK_COMPLETE", "CREATE_COMPLETE", "IMPORT_COMPLETE"} {
+		aws := &fakeAWS{facts: roomy, endpoint: "https://x.execute-api.us-east-1.amazonaws.com/mcp", existing: true, status: status}
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws), status)
+		assert.Len(t, aws.deploys(), 1, status)
+	}
+}
+
+func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
+
+// A stack lives in one region: the region it was first deployed to is
+// remembered with its answers, so a later run without -region goes back
+// there instead of creating a second stack in the default region, and a
+// different -region is refused rather than silently doing the same.
+func TestTheRegionIsRememberedWithTheAnswers(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	a := rememberedAnswers(t, nil)
+	require.NoError(t, run(context.Background(), append(slices.Clone(a), "-region", "eu-west-1"), strings.NewReader(""), io.Discard, &fakeAWS{facts: roomy}))
+
+	again := &fakeAWS{facts: roomy}
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, again))
+	require.Len(t, again.deploys(), 1)
+	assert.Equal(t, "eu-west-1", regionOf(again.deploys()[0]))
+
+	err := run(context.Background(), append(slices.Clone(a), "-region", "us-east-2"), strings.NewReader(""), io.Discard, &fakeAWS{facts: roomy})
+	require.ErrorContains(t, err, "eu-west-1")
+
+	gone := &fakeAWS{existing: true, endpoint: "https://x.execute-api.eu-west-1.amazonaws.com/mcp"}
+	require.NoError(t, run(context.Background(), append(slices.Clone(a), "-destroy"), strings.NewReader(""), io.Discard, gone))
+	assert.Equal(t, "eu-west-1", regionOf(gone.ran[len(gone.ran)-1]), "destroy goes where the stack is")
+}
+
+// Without -region or AWS_REGION, the AWS CLI's other setting is honoured.
+func TestTheRegionDefaultsToAWSRegionThenAWSDefaultRegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "eu-central-1")
+	o, err := parseArgs(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "eu-central-1", o.region)
+	t.Setenv("AWS_REGION", "ap-south-1")
+	o, err = parseArgs(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ap-south-1", o.region)
+}
+
+// sam delete answers a stack that is not there with an error message and
+// exit status 0: the destroy says so and fails.
+func TestDestroyOfAStackThatIsNotThereFails(t *testing.T) {
+	aws := &fakeAWS{}
+	err := run(context.Background(), args(t, "-destroy", "-yes", "-stack", "ig-test", "-region", "eu-west-1"), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "no stack ig-test in eu-west-1")
+	for _, c := range aws.ran {
+		assert.NotEqual(t, "delete", c[1])
+	}
+}
+
+// The checks read the account through boto3, which never sees the
+// repository's samconfig.toml; sam would (a profile, a bucket there would
+// send the deploy elsewhere than what was checked). Every sam command is
+// given a configuration of its own, empty.
+func TestEverySamCommandIgnoresTheRepositorysSamconfig(t *testing.T) {
+	aws := &fakeAWS{facts: roomy}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws))
+	sams := 0
+	for _, c := range aws.ran {
+		if !strings.HasSuffix(c[0], "/sam") {
+			continue
+		}
+		sams++
+		i := slices.Index(c, "--config-file")
+		require.GreaterOrEqual(t, i, 0, "%v", c)
+		raw, err := os.ReadFile(c[i+1])
+		require.NoError(t, err)
+		assert.Empty(t, strings.TrimSpace(string(raw)))
+		assert.True(t, filepath.IsAbs(c[i+1]), "sam reads a relative --config-file against the template's folder")
+	}
+	assert.Equal(t, 2, sams, "build and deploy")
+}
+
+// Number parameters are checked as CloudFormation checks them, before the
+// build, not at change-set creation after it.
+func TestNumberParametersAreCheckedBeforeTheBuild(t *testing.T) {
+	for k, v := range map[string]string{"DueShards": "300", "DownstreamSafeConcurrency": "ten", "AuthRejectionRateAlarmPercent": "0", "UnknownAgeAlarmMinutes": "1.5x"} {
+		aws := &fakeAWS{facts: roomy}
+		err := run(context.Background(), rememberedAnswers(t, map[string]string{k: v}), strings.NewReader(""), io.Discard, aws)
+		require.ErrorContains(t, err, k, v)
+		assert.Empty(t, aws.deploys(), k)
+	}
+	aws := &fakeAWS{facts: roomy}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"DueShards": "256", "UnknownAgeAlarmMinutes": "30"}), strings.NewReader(""), io.Discard, aws))
+}
+
+// An alarm topic or a KMS key in another region than the stack's, or an
+// alarm topic that is no SNS ARN, would fail late (CloudWatch refuses the
+// action while the stack is created, KMS refuses decrypt at cold start).
+func TestARNsOfAnotherRegionOrNoARNAtAllAreRefused(t *testing.T) {
+	for name, answer := range map[string]map[string]string{
+		"topic not an ARN":          {"AlarmTopicArn": "oncall"},
+		"topic in another region":   {"AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:oncall"},
+		"KMS key in another region": {"DownstreamApiKeyKmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/0f5e8e0a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"},
+	} {
+		aws := &fakeAWS{facts: roomy}
+		err := run(context.Background(), append(rememberedAnswers(t, answer), "-region", "us-east-1"), strings.NewReader(""), io.Discard, aws)
+		require.Error(t, err, name)
+		assert.Empty(t, aws.deploys(), name)
+	}
+	aws := &fakeAWS{facts: roomy}
+	require.NoError(t, run(context.Background(), append(rememberedAnswers(t, map[string]string{"AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:oncall"}), "-region", "us-east-1"), strings.NewReader(""), io.Discard, aws))
+}
+
+// The reservations default to the template's own defaults, read on every
+// run, and only a choice (0 for an account without headroom) is written
+// down: a template default changed later reaches the next deploy.
+func TestReservationDefaultsComeFromTheTemplateAndAreNotWrittenDown(t *testing.T) {
+	a := rememberedAnswers(t, nil)
+	aws := &fakeAWS{facts: roomy, edit: nil}
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
+	state := a[slices.Index(a, "-state")+1]
+	raw, err := os.ReadFile(filepath.Join(state, "intentgate-dev.json"))
+	require.NoError(t, err)
+	var saved map[string]string
+	require.NoError(t, json.Unmarshal(raw, &saved))
+	assert.NotContains(t, saved, "McpReservedConcurrency")
+	assert.NotContains(t, saved, "ReconcilerReservedConcurrency")
+	tpl, err := loadParameters("../../template.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, *tpl["McpReservedConcurrency"].Default, overridesOf(aws.deploys()[0])["McpReservedConcurrency"])
+}
+
+// In gateway mode the authorizer needs an audience, which without a
+// custom domain only the first deploy reveals: an empty JwtAudience means
+// the endpoint, filled in at each deploy and never written down (a
+// redeployed stack gets a new endpoint).
+func TestAGatewayModeAudienceLeftEmptyIsTheEndpoint(t *testing.T) {
+	endpoint := "https://abc.execute-api.us-east-1.amazonaws.com/mcp"
+	a := rememberedAnswers(t, map[string]string{"ResourceUrl": "", "GatewayJwtAuthorizer": "true", "GatewayRequiredScope": "mcp:tools"})
+	aws := &fakeAWS{facts: roomy, endpoint: endpoint} // the issuer out of reach: reported, not refused
+	require.NoError(t, run(context.Background(), a, strings.NewReader(""), io.Discard, aws))
+	deploys := aws.deploys()
+	require.Len(t, deploys, 2)
+	assert.Equal(t, placeholderResourceURL, overridesOf(deploys[0])["JwtAudience"])
+	assert.Equal(t, endpoint, overridesOf(deploys[1])["JwtAudience"])
+	state := a[slices.Index(a, "-state")+1]
+	raw, err := os.ReadFile(filepath.Join(state, "intentgate-dev.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), endpoint)
+}
