@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/localengine"
+)
+
+// scriptPython is the engine virtualenv's Python, which has boto3 (moto
+// depends on it), as the tools virtualenv has.
+func scriptPython(t *testing.T) string {
+	t.Helper()
+	root, err := localengine.RepoRoot()
+	require.NoError(t, err)
+	python := filepath.Join(root, ".venv", "bin", "python")
+	_, err = os.Stat(python)
+	require.NoError(t, err, "make test builds the engine virtualenv first")
+	return python
+}
+
+// runScript runs one of the account scripts as deploy does, with env as
+// the whole AWS environment.
+func runScript(t *testing.T, python, script string, env []string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), python, "-c", script, "ig-script-test", "us-east-1")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}, env...)
+	var out, errOut []byte
+	out, err = cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		errOut = ee.Stderr
+	}
+	return string(out), string(errOut), err
+}
+
+// The boto3 scripts deploy runs, against a local AWS-compatible engine:
+// a stack that is not there reads as none, the account's concurrency is
+// read, and missing credentials are one line saying so, exit status 2.
+func TestTheAccountScriptsReadTheStackAndTheAccount(t *testing.T) {
+	python := scriptPython(t)
+	engine, err := localengine.StartMoto(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = engine.Stop() })
+	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+
+	out, stderr, err := runScript(t, python, stackScript, aws)
+	require.NoError(t, err, stderr)
+	var st stackState
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	assert.Equal(t, stackState{}, st, "no stack")
+
+	// A stack: its status, endpoint output and ResourceUrl parameter.
+	create := `
+import boto3, json
+cf = boto3.client("cloudformation", region_name="us-east-1")
+cf.create_stack(StackName="ig-script-test", Parameters=[{"ParameterKey": "ResourceUrl", "ParameterValue": "https://mcp.example.com/mcp"}],
+    TemplateBody=json.dumps({"Parameters": {"ResourceUrl": {"Type": "String"}},
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"McpEndpointUrl": {"Value": "https://abc.execute-api.us-east-1.amazonaws.com/mcp"}}}))
+`
+	_, stderr, err = runScript(t, python, create, aws)
+	require.NoError(t, err, stderr)
+	out, stderr, err = runScript(t, python, stackScript, aws)
+	require.NoError(t, err, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	assert.Equal(t, stackState{Endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp", ResourceURL: "https://mcp.example.com/mcp", Status: "CREATE_COMPLETE"}, st)
+
+	// The engine answers Lambda's GetAccountSettings with a 404: a refused
+	// call, which the script reports in a line naming the permissions.
+	_, stderr, err = runScript(t, python, accountScript, aws)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Contains(t, stderr, "lambda:GetAccountSettings")
+	assert.NotContains(t, stderr, "Traceback")
+
+	for _, script := range []string{stackScript, accountScript} {
+		_, stderr, err = runScript(t, python, script, []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_REGION=us-east-1"})
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 2, exit.ExitCode())
+		assert.Contains(t, stderr, "no AWS credentials")
+		assert.NotContains(t, stderr, "Traceback")
+	}
+}
