@@ -186,3 +186,32 @@ func TestAGatewayModeAudienceLeftEmptyIsTheEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(raw), endpoint)
 }
+
+// The functions fetch JwksUrl at every cold start and refuse to start
+// without a key they can read: a JWKS URL that is not there, or holds no
+// such key, is refused before anything is built, in either auth mode. One
+// this machine can not reach is reported and deployed.
+func TestTheJWKSTheFunctionsFetchIsCheckedBeforeDeploying(t *testing.T) {
+	const jwks = "https://auth.example.com/jwks.json"
+	rsaKeys := `{"keys":[{"kty":"RSA","use":"sig","kid":"r1","alg":"RS256","n":"sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw","e":"AQAB"}]}`
+	for name, p := range map[string]page{
+		"not there":           {404, "not found"},
+		"not a key set":       {200, "<html>"},
+		"no keys":             {200, `{"keys":[]}`},
+		"no key to read":      {200, `{"keys":[{"kty":"AKP","kid":"pq"}]}`},
+		"only for encrypting": {200, strings.Replace(rsaKeys, `"use":"sig"`, `"use":"enc"`, 1)},
+	} {
+		aws := &fakeAWS{facts: roomy, web: map[string]page{jwks: p}}
+		err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+		require.ErrorContains(t, err, "JwksUrl", name)
+		assert.Empty(t, aws.ran, "%s: refused before anything ran", name)
+	}
+	ok := &fakeAWS{facts: roomy, web: map[string]page{jwks: {200, rsaKeys}}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, ok))
+	require.Len(t, ok.deploys(), 1)
+	var out strings.Builder
+	unreachable := &fakeAWS{facts: roomy}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), &out, unreachable))
+	assert.Contains(t, out.String(), "Could not check")
+	require.Len(t, unreachable.deploys(), 1)
+}

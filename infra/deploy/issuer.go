@@ -100,6 +100,33 @@ func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jw
 	return nil
 }
 
+// checkFunctionKeys runs before every deploy: the functions fetch JwksUrl
+// at each cold start and do not start without a signing key they can read
+// (RSA or EC), so a URL the issuer says is not there, or that holds no
+// such key, would deploy functions that can not start. As for the
+// gateway's check, an issuer this machine can not reach is reported only.
+func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL string) error {
+	const why = "the functions fetch their keys from JwksUrl at every cold start"
+	body, ok, err := readIssuerDocument(ctx, r, out, jwksURL)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, why)
+	}
+	if !ok {
+		fmt.Fprintf(out, "JwksUrl %s must hold a signing key (RSA or EC) when the functions start.\n", jwksURL)
+		return nil
+	}
+	for _, kty := range []string{"RSA", "EC"} {
+		has, err := auth.KeySetHasSigningKeyType(body, kty)
+		if err != nil {
+			return fmt.Errorf("JwksUrl %s: %w; %s", jwksURL, err, why)
+		}
+		if has {
+			return nil
+		}
+	}
+	return fmt.Errorf("JwksUrl %s holds no signing key the functions can read (RSA or EC, use sig): %s and would not start", jwksURL, why)
+}
+
 // readIssuerDocument GETs one of the issuer's documents. ok is false when
 // what came back says nothing about the issuer (no answer, a redirect, a
 // refusal of this client or a server error: reported, not held against the

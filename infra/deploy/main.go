@@ -163,6 +163,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 			return err
 		}
 	}
+	if err := checkFunctionKeys(ctx, r, out, answers["JwksUrl"]); err != nil {
+		return err
+	}
 
 	if err := checkARNRegions(answers, o.region); err != nil {
 		return err
