@@ -215,3 +215,64 @@ func TestTheJWKSTheFunctionsFetchIsCheckedBeforeDeploying(t *testing.T) {
 	assert.Contains(t, out.String(), "Could not check")
 	require.Len(t, unreachable.deploys(), 1)
 }
+
+// The functions read each SecureString at cold start: a parameter that is
+// not there, holds its key in plain text, or is encrypted with a KMS key
+// the functions are not granted would deploy functions that can not start
+// (and the first create runs no PreTraffic check). Checked from the
+// parameters' metadata only (ssm:DescribeParameters: never a value);
+// without that permission it is reported, not held against the deploy.
+func TestTheSecureStringsAreCheckedBeforeDeploying(t *testing.T) {
+	const kmsKey = "arn:aws:kms:us-east-1:123456789012:key/0f5e8e0a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"
+	stored := func(edit func(map[string]ssmParameter)) map[string]ssmParameter {
+		m := map[string]ssmParameter{
+			"/intentgate/dev/risk-api-key":    {Type: "SecureString", KeyID: "alias/aws/ssm"},
+			"/intentgate/dev/release-api-key": {Type: "SecureString", KeyID: "alias/aws/ssm"},
+		}
+		if edit != nil {
+			edit(m)
+		}
+		return m
+	}
+	for name, tc := range map[string]struct {
+		ssm     map[string]ssmParameter
+		answers map[string]string
+		says    string
+	}{
+		"the Risk key missing":    {stored(func(m map[string]ssmParameter) { delete(m, "/intentgate/dev/risk-api-key") }), nil, "/intentgate/dev/risk-api-key does not exist"},
+		"a plain String":          {stored(func(m map[string]ssmParameter) { m["/intentgate/dev/release-api-key"] = ssmParameter{Type: "String"} }), nil, "not a SecureString"},
+		"the task id key missing": {stored(nil), map[string]string{"TaskIdKeyParameterName": "/intentgate/dev/task-id-key"}, "task-id-key does not exist"},
+		"a customer key without the answer": {stored(func(m map[string]ssmParameter) {
+			m["/intentgate/dev/risk-api-key"] = ssmParameter{Type: "SecureString", KeyID: kmsKey}
+		}), nil, "DownstreamApiKeyKmsKeyArn"},
+		"another customer key than the answer": {stored(func(m map[string]ssmParameter) {
+			m["/intentgate/dev/risk-api-key"] = ssmParameter{Type: "SecureString", KeyID: "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"}
+		}), map[string]string{"DownstreamApiKeyKmsKeyArn": kmsKey}, "DownstreamApiKeyKmsKeyArn"},
+	} {
+		aws := &fakeAWS{facts: roomy, ssm: tc.ssm}
+		err := run(context.Background(), append(rememberedAnswers(t, tc.answers), "-region", "us-east-1"), strings.NewReader(""), io.Discard, aws)
+		require.ErrorContains(t, err, tc.says, name)
+		assert.Empty(t, aws.deploys(), name)
+	}
+	for name, tc := range map[string]struct {
+		ssm     map[string]ssmParameter
+		answers map[string]string
+	}{
+		"the AWS-managed key": {stored(nil), nil},
+		"the answered key, by ARN": {stored(func(m map[string]ssmParameter) {
+			m["/intentgate/dev/risk-api-key"] = ssmParameter{Type: "SecureString", KeyID: kmsKey}
+		}), map[string]string{"DownstreamApiKeyKmsKeyArn": kmsKey}},
+		"the answered key, by id": {stored(func(m map[string]ssmParameter) {
+			m["/intentgate/dev/risk-api-key"] = ssmParameter{Type: "SecureString", KeyID: "0f5e8e0a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"}
+		}), map[string]string{"DownstreamApiKeyKmsKeyArn": kmsKey}},
+	} {
+		aws := &fakeAWS{facts: roomy, ssm: tc.ssm}
+		require.NoError(t, run(context.Background(), append(rememberedAnswers(t, tc.answers), "-region", "us-east-1"), strings.NewReader(""), io.Discard, aws), name)
+		assert.Len(t, aws.deploys(), 1, name)
+	}
+	var out strings.Builder
+	denied := &fakeAWS{facts: roomy} // no ssm answers: the call is refused
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), &out, denied))
+	assert.Contains(t, out.String(), "Could not check the SecureStrings")
+	assert.Len(t, denied.deploys(), 1)
+}

@@ -170,6 +170,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := checkARNRegions(answers, o.region); err != nil {
 		return err
 	}
+	if err := checkSecureStrings(ctx, r, python, o, out, withDefaults(tpl, answers)); err != nil {
+		return err
+	}
 	account, err := accountConcurrency(ctx, r, python, o)
 	if err != nil {
 		return err

@@ -32,7 +32,8 @@ import (
 // out of reach, as the network is in tests.
 type fakeAWS struct {
 	facts         accountFacts
-	status        string // the stack's status when it exists (default CREATE_COMPLETE / UPDATE_COMPLETE)
+	ssm           map[string]ssmParameter // the SecureStrings' metadata; nil: DescribeParameters refused
+	status        string                  // the stack's status when it exists (default CREATE_COMPLETE / UPDATE_COMPLETE)
 	endpoint      string
 	existing      bool
 	existingURL   string
@@ -147,6 +148,17 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	switch {
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
+	case strings.Contains(cmd[2], "describe_parameters"):
+		if f.ssm == nil {
+			return json.Marshal(ssmFacts{Unchecked: "AccessDeniedException: not authorized to perform ssm:DescribeParameters"})
+		}
+		found := map[string]ssmParameter{}
+		for _, name := range cmd[4:] {
+			if p, ok := f.ssm[name]; ok {
+				found[name] = p
+			}
+		}
+		return json.Marshal(ssmFacts{Parameters: found})
 	case strings.Contains(cmd[2], "describe_stacks"):
 		status := f.status
 		if status == "" {

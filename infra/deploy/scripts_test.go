@@ -72,6 +72,26 @@ cf.create_stack(StackName="ig-script-test", Parameters=[{"ParameterKey": "Resour
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	assert.Equal(t, stackState{Endpoint: "https://abc.execute-api.us-east-1.amazonaws.com/mcp", ResourceURL: "https://mcp.example.com/mcp", Status: "CREATE_COMPLETE"}, st)
 
+	// The SecureStrings' metadata, never their values.
+	put := `
+import boto3
+ssm = boto3.client("ssm", region_name="us-east-1")
+ssm.put_parameter(Name="/ig/risk", Value="secret-risk-key", Type="SecureString")
+ssm.put_parameter(Name="/ig/plain", Value="plain-key", Type="String")
+`
+	_, stderr, err = runScript(t, python, put, aws)
+	require.NoError(t, err, stderr)
+	cmd := exec.CommandContext(t.Context(), python, "-c", ssmScript, "us-east-1", "/ig/risk", "/ig/plain", "/ig/missing")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}, aws...)
+	raw, err := cmd.Output()
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), "secret-risk-key")
+	var facts ssmFacts
+	require.NoError(t, json.Unmarshal(raw, &facts), string(raw))
+	assert.Equal(t, "SecureString", facts.Parameters["/ig/risk"].Type)
+	assert.Equal(t, "String", facts.Parameters["/ig/plain"].Type)
+	assert.NotContains(t, facts.Parameters, "/ig/missing")
+
 	// The engine answers Lambda's GetAccountSettings with a 404: a refused
 	// call, which the script reports in a line naming the permissions.
 	_, stderr, err = runScript(t, python, accountScript, aws)
