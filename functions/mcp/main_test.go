@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The collector is restored once the first invocation has been answered,
@@ -82,4 +86,23 @@ func TestHeapAllocatedCountsWhatIsAllocatedAndNotFreed(t *testing.T) {
 	runtime.ReadMemStats(&mem)
 	assert.InDelta(t, float64(mem.HeapAlloc), float64(heapAllocated()), float64(2<<20), "as MemStats.HeapAlloc counts it, less what the allocation caches hold")
 	runtime.KeepAlive(kept)
+}
+
+// Outside Lambda an interrupt ends the run's context; under Lambda no
+// signal is listened for (the runtime sends none without extensions, and
+// setting up delivery costs the cold start).
+func TestAnInterruptEndsTheRunOutsideLambdaOnly(t *testing.T) {
+	ctx, stop := runContext(false)
+	defer stop()
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGINT did not end the run outside Lambda")
+	}
+
+	lambdaCtx, lambdaStop := runContext(true)
+	assert.NoError(t, lambdaCtx.Err())
+	lambdaStop()
+	assert.Error(t, lambdaCtx.Err(), "stop still ends it")
 }
