@@ -113,7 +113,7 @@ func checkARNRegions(answers map[string]string, region string) error {
 			return fmt.Errorf("%s=%q: not an ARN", k, arn)
 		}
 		if parts[3] != region {
-			return fmt.Errorf("%s=%q is in %s, the stack in %s: use one of %s, or deploy with -region %s", k, arn, parts[3], region, region, parts[3])
+			return fmt.Errorf("%s=%q is in %s, the stack in %s: use one of %s (make deploy ARGS=-guided), or deploy with -region %s", k, arn, parts[3], region, region, parts[3])
 		}
 	}
 	return nil
@@ -145,12 +145,19 @@ var questions = []question{
 
 // ask fills answers: every missing required one, and in guided mode every
 // question (the current answer or the template default is the default;
-// "-" clears an optional answer).
-func ask(p prompter, params map[string]parameter, answers map[string]string, guided bool) error {
+// "-" clears an optional answer); with reservations (-guided) the reserved
+// concurrencies too.
+func ask(p prompter, params map[string]parameter, answers map[string]string, guided, reservations bool) error {
 	qs := slices.Clone(questions)
 	if answers["GatewayJwtAuthorizer"] == "true" || guided {
 		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (empty: the endpoint URL, read from the stack at each deploy)", false},
 			question{"GatewayRequiredScope", "OAuth scope the JWT authorizer requires on /mcp", false})
+	}
+	if reservations {
+		// Asked by -guided, after a limit increase (the deploy writes 0 when
+		// the account had no headroom); their defaults are not written down.
+		qs = append(qs, question{"McpReservedConcurrency", "Reserved concurrency of the MCP function (0: none)", false},
+			question{"ReconcilerReservedConcurrency", "Reserved concurrency of the reconciler (0: none)", false})
 	}
 	for _, q := range qs {
 		par, ok := params[q.param]
@@ -174,14 +181,24 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 				continue
 			}
 		}
+		// "-" clears an optional answer: to none, or for a number (where
+		// none is no value) to the template's default, not written down.
+		backToDefault := par.Type == "Number" && par.Default != nil && *par.Default != ""
 		for {
 			prompt := q.prompt
-			if !q.required && def != "" && par.validate(q.param, "") == nil {
+			switch {
+			case !q.required && def != "" && par.validate(q.param, "") == nil:
 				prompt += " (" + clearAnswer + " for none)"
+			case backToDefault && def != *par.Default:
+				prompt += " (" + clearAnswer + " for the template's " + *par.Default + ")"
 			}
 			v, err := p.ask(prompt, def)
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.param, err)
+			}
+			if v == clearAnswer && backToDefault {
+				delete(answers, q.param)
+				break
 			}
 			if v == clearAnswer {
 				v = ""
@@ -201,6 +218,9 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 				continue
 			}
 			answers[q.param] = v
+			if backToDefault && v == *par.Default {
+				delete(answers, q.param) // the default follows the template
+			}
 			break
 		}
 	}

@@ -63,12 +63,16 @@ func TestTheRegionIsRememberedWithTheAnswers(t *testing.T) {
 	require.Len(t, again.deploys(), 1)
 	assert.Equal(t, "eu-west-1", regionOf(again.deploys()[0]))
 
-	err := run(context.Background(), append(slices.Clone(a), "-region", "us-east-2"), strings.NewReader(""), io.Discard, &fakeAWS{facts: roomy})
-	require.ErrorContains(t, err, "eu-west-1")
+	stackThere := &fakeAWS{facts: roomy, existing: true, endpoint: "https://x.execute-api.eu-west-1.amazonaws.com/mcp"}
+	err := run(context.Background(), append(slices.Clone(a), "-region", "us-east-2"), strings.NewReader(""), io.Discard, stackThere)
+	require.ErrorContains(t, err, "eu-west-1", "the stack is still in eu-west-1")
+	assert.Empty(t, stackThere.deploys())
 
 	gone := &fakeAWS{existing: true, endpoint: "https://x.execute-api.eu-west-1.amazonaws.com/mcp"}
 	require.NoError(t, run(context.Background(), append(slices.Clone(a), "-destroy"), strings.NewReader(""), io.Discard, gone))
-	assert.Equal(t, "eu-west-1", regionOf(gone.ran[len(gone.ran)-1]), "destroy goes where the stack is")
+	i := slices.IndexFunc(gone.ran, func(c []string) bool { return len(c) > 1 && c[1] == "delete" })
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, "eu-west-1", regionOf(gone.ran[i]), "destroy goes where the stack is")
 }
 
 // Without -region or AWS_REGION, the AWS CLI's other setting is honoured.

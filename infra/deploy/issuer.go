@@ -106,7 +106,7 @@ func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jw
 // such key, would deploy functions that can not start. As for the
 // gateway's check, an issuer this machine can not reach is reported only.
 func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL string) error {
-	const why = "the functions fetch their keys from JwksUrl at every cold start"
+	const why = "the functions fetch their keys from JwksUrl at every cold start (make deploy ARGS=-guided to change it)"
 	body, ok, err := readIssuerDocument(ctx, r, out, jwksURL)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, why)

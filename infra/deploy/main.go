@@ -128,7 +128,8 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 			return fmt.Errorf("%w (make deploy builds the tools virtualenv %s first)", err, o.venv)
 		}
 	}
-	if o, err = settleRegion(o, out); err != nil {
+	o, regionRemembered, err := settleRegion(ctx, r, python, o, out)
+	if err != nil {
 		return err
 	}
 	samConfig, err := emptySamConfig(o.stateDir)
@@ -147,13 +148,33 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err != nil {
 		return err
 	}
+	if len(answers) > 0 && !regionRemembered && !o.regionGiven {
+		// Answers from before regions were remembered (or a region file
+		// removed by hand): the stack may be in another region than the
+		// one the defaults give now, and deploying would create a second.
+		st, err := readStack(ctx, r, python, o)
+		if err != nil {
+			return err
+		}
+		if st.Status == "" {
+			return fmt.Errorf("the stack %s has answers (%s) but is not in %s, and the region it was deployed to is not remembered: "+
+				"pass -region with its region (AWS_REGION, else us-east-1, before AWS_DEFAULT_REGION was read), or -region %s to create it there",
+				o.stack, state, o.region, o.region)
+		}
+	}
 	// The first run is guided: every question, defaults shown.
 	guided := o.guided || (len(answers) == 0 && !o.yes)
 	p := prompter{in: bufio.NewReader(in), out: out, interactive: !o.yes}
-	if err := ask(p, tpl, answers, guided); err != nil {
+	if err := ask(p, tpl, answers, guided, o.guided); err != nil {
 		return err
 	}
 	if err := saveAnswers(state, answers); err != nil {
+		return err
+	}
+	// The stack's region goes with its answers: a later run without
+	// -region goes back there (a region remembered for a stack that was
+	// never created, or is gone, yields to another -region: settleRegion).
+	if err := rememberRegion(o); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Answers saved in %s.\n", state)
@@ -192,10 +213,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := st.deployable(o); err != nil {
 		return err
 	}
-	if err := rememberRegion(o); err != nil {
-		return err
-	}
-	if err := r.run(ctx, out, sam, "build", "--config-file", samConfig, "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
+	// What samconfig.toml sets for builds, stated: no cache (sam hashes
+	// only the CodeUri folder, not internal/), the functions in parallel.
+	if err := r.run(ctx, out, sam, "build", "--config-file", samConfig, "--no-cached", "--parallel", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {
 		return fmt.Errorf("sam build: %w", err)
 	}
 	saltFile := filepath.Join(o.stateDir, o.stack+".republished")
@@ -296,30 +316,49 @@ func rememberSalt(o options, path, salt string) error {
 }
 
 // settleRegion picks the stack's region: the one it was deployed to,
-// remembered with its answers (a run without -region goes back there,
-// and a different -region is refused: it would create a second stack of
-// the same name), else -region, AWS_REGION, AWS_DEFAULT_REGION, us-east-1.
-func settleRegion(o options, out io.Writer) (options, error) {
+// remembered with its answers (a run without -region goes back there),
+// else -region, AWS_REGION, AWS_DEFAULT_REGION, us-east-1. A different
+// -region is refused while the stack is still in the remembered one (the
+// deploy would create a second stack of the same name); a destroy may
+// name any region. remembered: the region came from the file.
+func settleRegion(ctx context.Context, r runner, python string, o options, out io.Writer) (_ options, remembered bool, _ error) {
 	raw, err := os.ReadFile(regionFile(o))
 	if errors.Is(err, fs.ErrNotExist) {
 		if !o.regionGiven {
 			fmt.Fprintf(out, "Region %s (no -region given; AWS_REGION, then AWS_DEFAULT_REGION, then %s).\n", o.region, defaultRegion)
 		}
-		return o, nil
+		return o, false, nil
 	}
 	if err != nil {
-		return o, fmt.Errorf("read the stack's region: %w", err)
+		return o, false, fmt.Errorf("read the stack's region: %w", err)
 	}
-	remembered := strings.TrimSpace(string(raw))
-	if !regionName.MatchString(remembered) {
-		return o, fmt.Errorf("%s: %q is not a region name", regionFile(o), remembered)
+	stored := strings.TrimSpace(string(raw))
+	if !regionName.MatchString(stored) {
+		return o, false, fmt.Errorf("%s: %q is not a region name (delete the file and pass -region)", regionFile(o), stored)
 	}
-	if o.regionGiven && o.region != remembered {
-		return o, fmt.Errorf("the stack %s was deployed to %s (%s); -region %s would create a second stack of that name: use another -stack, or make destroy it first",
-			o.stack, remembered, regionFile(o), o.region)
+	if !o.regionGiven || o.region == stored {
+		if !o.regionGiven {
+			fmt.Fprintf(out, "Region %s, where the stack was deployed (%s).\n", stored, regionFile(o))
+		}
+		o.region = stored
+		return o, true, nil
 	}
-	o.region = remembered
-	return o, nil
+	if o.destroy {
+		return o, false, nil
+	}
+	there, err := readStack(ctx, r, python, options{stack: o.stack, region: stored})
+	if err != nil {
+		return o, false, err
+	}
+	if there.Status != "" {
+		return o, false, fmt.Errorf("the stack %s is in %s (%s); -region %s would create a second stack of that name: use another -stack, or make destroy ARGS=\"-stack %s -region %s\" first",
+			o.stack, stored, regionFile(o), o.region, o.stack, stored)
+	}
+	fmt.Fprintf(out, "The stack %s is no longer in %s: deploying to %s.\n", o.stack, stored, o.region)
+	if err := os.Remove(regionFile(o)); err != nil {
+		return o, false, fmt.Errorf("forget the region: %w", err)
+	}
+	return o, false, nil
 }
 
 func regionFile(o options) string { return filepath.Join(o.stateDir, o.stack+".region") }
@@ -357,14 +396,16 @@ func emptySamConfig(stateDir string) (string, error) {
 }
 
 // destroy deletes the stack, where it is: sam delete answers a stack that
-// is not there with an error and exit status 0.
+// is not there with an error and exit status 0, and a declined
+// confirmation with exit status 0 too, so the stack is looked up before
+// and after. The region is forgotten once no stack is there.
 func destroy(ctx context.Context, r runner, out io.Writer, o options, sam, python, samConfig string) error {
 	st, err := readStack(ctx, r, python, o)
 	if err != nil {
 		return err
 	}
 	if st.Status == "" {
-		return fmt.Errorf("no stack %s in %s (another -region?)", o.stack, o.region)
+		return errors.Join(fmt.Errorf("no stack %s in %s (another -region?)", o.stack, o.region), forgetRegion(o))
 	}
 	cmd := []string{sam, "delete", "--config-file", samConfig, "--stack-name", o.stack, "--region", o.region}
 	if o.yes {
@@ -376,7 +417,23 @@ func destroy(ctx context.Context, r runner, out io.Writer, o options, sam, pytho
 	if err := r.run(ctx, out, cmd...); err != nil {
 		return err
 	}
-	if err := os.Remove(regionFile(o)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if st, err = readStack(ctx, r, python, o); err != nil || st.Status != "" {
+		return err // declined: the stack stays, and so does its region
+	}
+	return forgetRegion(o)
+}
+
+// forgetRegion removes the remembered region if it is o's: the stack is
+// not there (any more).
+func forgetRegion(o options) error {
+	raw, err := os.ReadFile(regionFile(o))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && strings.TrimSpace(string(raw)) != o.region) {
+		return nil
+	}
+	if err == nil {
+		err = os.Remove(regionFile(o))
+	}
+	if err != nil {
 		return fmt.Errorf("forget the region: %w", err)
 	}
 	return nil

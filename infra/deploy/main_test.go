@@ -285,6 +285,7 @@ func TestDeployChecksTheAccountConcurrencyBeforeDeploying(t *testing.T) {
 	raw, err := json.Marshal(answers)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(state, "intentgate-dev.json"), raw, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(state, "intentgate-dev.region"), []byte("us-east-1\n"), 0o600))
 
 	// A new account: limit 50, so 10 + 2 reserved would leave 38 < 100.
 	small := &fakeAWS{facts: accountFacts{Limit: 50, Unreserved: 50}}
@@ -329,7 +330,7 @@ func TestDestroyDeletesTheStackOnly(t *testing.T) {
 	aws := &fakeAWS{existing: true, endpoint: "https://x.execute-api.eu-west-1.amazonaws.com/mcp"}
 	var out strings.Builder
 	require.NoError(t, run(context.Background(), args(t, "-destroy", "-yes", "-stack", "ig-test", "-region", "eu-west-1"), strings.NewReader(""), &out, aws))
-	require.Len(t, aws.ran, 2, "the stack is looked up, then deleted")
+	require.Len(t, aws.ran, 3, "the stack is looked up, deleted, and looked up again")
 	del := aws.ran[1]
 	assert.Equal(t, []string{"/venv/bin/sam", "delete"}, del[:2])
 	assert.Equal(t, []string{"--stack-name", "ig-test", "--region", "eu-west-1", "--no-prompts"}, del[4:])
@@ -351,6 +352,8 @@ func rememberedAnswers(t *testing.T, extra map[string]string) []string {
 	raw, err := json.Marshal(answers)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(state, "intentgate-dev.json"), raw, 0o600))
+	// Written with the answers, as every run since regions are remembered.
+	require.NoError(t, os.WriteFile(filepath.Join(state, "intentgate-dev.region"), []byte("us-east-1\n"), 0o600))
 	return []string{"-template", "../../template.yaml", "-state", state, "-venv", "/venv", "-build-dir", t.TempDir(), "-yes"}
 }
 
@@ -491,7 +494,7 @@ func TestAClearedAnswerIsPassedEmpty(t *testing.T) {
 	withTopic := strings.Replace(firstRunAnswers, "/intentgate/test/task-id-key\n\n\n\n", "/intentgate/test/task-id-key\n\n\narn:aws:sns:us-east-1:123456789012:oncall\n", 1)
 	require.NoError(t, run(context.Background(), guided, strings.NewReader(withTopic), io.Discard, aws))
 	assert.Equal(t, "arn:aws:sns:us-east-1:123456789012:oncall", overridesOf(aws.deploys()[1])["AlarmTopicArn"])
-	cleared := strings.Repeat("\n", 11) + "-\n" + strings.Repeat("\n", 3) // the 12th question is the topic
+	cleared := strings.Repeat("\n", 11) + "-\n" + strings.Repeat("\n", 5) // the 12th question is the topic; -guided asks the reservations last
 	again := &fakeAWS{facts: aws.facts, endpoint: aws.endpoint, existing: true}
 	require.NoError(t, run(context.Background(), append(guided, "-guided"), strings.NewReader(cleared), io.Discard, again))
 	assert.Equal(t, "", overridesOf(again.deploys()[0])["AlarmTopicArn"])

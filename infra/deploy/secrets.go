@@ -36,9 +36,13 @@ region, names = sys.argv[1], sys.argv[2:]
 ssm = boto3.client("ssm", region_name=region)
 found = {}
 try:
+    # Every page: DescribeParameters may answer a page without the match
+    # and a NextToken.
+    pages = ssm.get_paginator("describe_parameters")
     for name in names:
-        for p in ssm.describe_parameters(ParameterFilters=[{"Key": "Name", "Option": "Equals", "Values": [name]}])["Parameters"]:
-            found[p["Name"]] = {"type": p["Type"], "key_id": p.get("KeyId", "")}
+        for page in pages.paginate(ParameterFilters=[{"Key": "Name", "Option": "Equals", "Values": [name]}]):
+            for p in page["Parameters"]:
+                found[p["Name"]] = {"type": p["Type"], "key_id": p.get("KeyId", "")}
 except ClientError as e:
     err = e.response.get("Error", {})
     if "AccessDenied" in err.get("Code", ""):
@@ -88,27 +92,27 @@ func checkSecureStrings(ctx context.Context, r runner, python string, o options,
 		p, ok := facts.Parameters[name]
 		switch {
 		case !ok:
-			return fmt.Errorf("%s: the SSM parameter %s does not exist in %s; store it first (aws ssm put-parameter --type SecureString, docs/deploy.md): the functions read it at cold start", k, name, o.region)
+			return fmt.Errorf("%s: the SSM parameter %s does not exist in %s; store it first (aws ssm put-parameter --type SecureString, docs/deploy.md), or name another (make deploy ARGS=-guided): the functions read it at cold start", k, name, o.region)
 		case p.Type != "SecureString":
 			return fmt.Errorf("%s: the SSM parameter %s is a %s, not a SecureString: store the key encrypted (--type SecureString)", k, name, p.Type)
-		case p.KeyID == "" || p.KeyID == awsManagedSSMKey:
+		case p.KeyID == "" || p.KeyID == awsManagedSSMKey || strings.HasSuffix(p.KeyID, ":"+awsManagedSSMKey):
 		case grant == "":
 			return fmt.Errorf("%s: %s is encrypted with the KMS key %s, which the functions may not use: set DownstreamApiKeyKmsKeyArn to its full key ARN (make deploy ARGS=-guided)", k, name, p.KeyID)
 		case !sameKMSKey(p.KeyID, grant):
-			return fmt.Errorf("%s: %s is encrypted with the KMS key %s, not DownstreamApiKeyKmsKeyArn %s, the one the functions may use", k, name, p.KeyID, grant)
+			return fmt.Errorf("%s: %s is encrypted with the KMS key %s, not DownstreamApiKeyKmsKeyArn %s, the one the functions may use (make deploy ARGS=-guided to change it)", k, name, p.KeyID, grant)
 		}
 	}
 	return nil
 }
 
-// sameKMSKey reports whether keyID (as SSM reports it: a key ARN, a key id
-// or an alias) names the key whose full ARN is keyARN. An alias can not be
-// resolved here and is taken for the key it may name.
+// sameKMSKey reports whether keyID (as SSM reports it: a key ARN, a key id,
+// an alias or an alias ARN) names the key whose full ARN is keyARN. An
+// alias can not be resolved here and is taken for the key it may name.
 func sameKMSKey(keyID, keyARN string) bool {
 	switch {
 	case keyID == keyARN:
 		return true
-	case strings.HasPrefix(keyID, "alias/"):
+	case strings.HasPrefix(keyID, "alias/") || strings.Contains(keyID, ":alias/"):
 		return true
 	case !strings.HasPrefix(keyID, "arn:"):
 		return strings.HasSuffix(keyARN, ":key/"+keyID)
