@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"syscall"
 	"testing"
@@ -41,22 +40,18 @@ func TestTheCollectorPolicyLeavesTheOperatorsGOGCAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		policy          collectorPolicy
-		heap            uint64
 		offDuringStart  bool
 		staysOffAfterIt bool
 	}{
-		{"template defaults: a limit, no GOGC, a small heap", collectorPolicy{memoryLimit: limit}, 12 << 20, true, true},
-		{"no memory limit: the collector returns after the first answer", collectorPolicy{memoryLimit: math.MaxInt64}, 12 << 20, true, false},
-		{"a heap near the limit: the collector returns rather than thrash at the limit", collectorPolicy{memoryLimit: limit}, 120 << 20, true, false},
-		{"the operator set GOGC: untouched", collectorPolicy{memoryLimit: limit, operatorGOGC: true}, 12 << 20, false, false},
+		{"template defaults: a limit, no GOGC", collectorPolicy{memoryLimit: limit}, true, true},
+		{"no memory limit: the collector returns after the first answer", collectorPolicy{memoryLimit: math.MaxInt64}, true, false},
+		{"a limit too small to stand in for the collector: it returns rather than thrash at the limit", collectorPolicy{memoryLimit: 32 << 20}, true, false},
+		{"the least limit it stays off under", collectorPolicy{memoryLimit: minLimitCollectorOff}, true, true},
+		{"the operator set GOGC: untouched", collectorPolicy{memoryLimit: limit, operatorGOGC: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.offDuringStart, tc.policy.offDuringStart())
-			var heapRead bool
-			heap := func() uint64 { heapRead = true; return tc.heap }
-			assert.Equal(t, tc.staysOffAfterIt, tc.policy.staysOff(heap))
-			needsHeap := !tc.policy.operatorGOGC && tc.policy.memoryLimit != math.MaxInt64
-			assert.Equal(t, needsHeap, heapRead, "the heap is read (a stop-the-world) only when the answer depends on it")
+			assert.Equal(t, tc.staysOffAfterIt, tc.policy.staysOff())
 		})
 	}
 }
@@ -72,20 +67,6 @@ func TestTheCollectorPolicyReadsGOGCAndTheRuntimesLimit(t *testing.T) {
 	assert.True(t, p.operatorGOGC)
 	p = collectorPolicyFrom(func(k string) (string, bool) { return "", k == "GOGC" })
 	assert.False(t, p.operatorGOGC, "an empty GOGC is the runtime's default, not a choice")
-}
-
-// The collector's decision after the start rests on this reading: what is
-// allocated and not freed, as MemStats' HeapAlloc counts it.
-func TestHeapAllocatedCountsWhatIsAllocatedAndNotFreed(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	before := heapAllocated()
-	kept := make([]byte, 8<<20)
-	after := heapAllocated()
-	assert.GreaterOrEqual(t, after-before, uint64(len(kept)))
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	assert.InDelta(t, float64(mem.HeapAlloc), float64(heapAllocated()), float64(2<<20), "as MemStats.HeapAlloc counts it, less what the allocation caches hold")
-	runtime.KeepAlive(kept)
 }
 
 // Outside Lambda an interrupt ends the run's context; under Lambda no
