@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,13 +34,7 @@ func BenchmarkHandlerBuild(b *testing.B) {
 	const resource = "https://mcp.example.com/mcp"
 	token, err := iss.Mint(issuer.Claims{Subject: "u1", ClientID: "bench-client", Audience: resource, MerchantID: "M1"})
 	require.NoError(b, err)
-	env := mapLookup(map[string]string{
-		"INTENTGATE_TABLE": "bench", "INTENTGATE_DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AWS_REGION": "eu-west-1",
-		"INTENTGATE_RISK_API_URL": "http://127.0.0.1:1", "INTENTGATE_RISK_API_KEY": "k",
-		"INTENTGATE_RELEASE_API_URL": "http://127.0.0.1:1", "INTENTGATE_RELEASE_API_KEY": "k",
-		"INTENTGATE_JWT_ISSUER": iss.URL(), "INTENTGATE_JWKS_URL": jwks.URL + issuer.JWKSPath,
-		"INTENTGATE_RESOURCE_URL": resource,
-	})
+	env := startEnv(iss, jwks.URL+issuer.JWKSPath, resource, nil)
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
@@ -55,6 +50,21 @@ func BenchmarkHandlerBuild(b *testing.B) {
 		require.NoError(b, a.Close(ctx))
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// startEnv is an MCP function's environment for a start that reaches no
+// engine or provider (their endpoints are a closed local port), with the
+// local issuer's JWKS, and extra set on top.
+func startEnv(iss *issuer.Issuer, jwksURL, resource string, extra map[string]string) Lookup {
+	env := map[string]string{
+		"INTENTGATE_TABLE": "start", "INTENTGATE_DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AWS_REGION": "eu-west-1",
+		"INTENTGATE_RISK_API_URL": "http://127.0.0.1:1", "INTENTGATE_RISK_API_KEY": "k",
+		"INTENTGATE_RELEASE_API_URL": "http://127.0.0.1:1", "INTENTGATE_RELEASE_API_KEY": "k",
+		"INTENTGATE_JWT_ISSUER": iss.URL(), "INTENTGATE_JWKS_URL": jwksURL,
+		"INTENTGATE_RESOURCE_URL": resource,
+	}
+	maps.Copy(env, extra)
+	return mapLookup(env)
 }
 
 func processCPU(b *testing.B) time.Duration {

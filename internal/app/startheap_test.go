@@ -31,13 +31,7 @@ func TestTheStartLeavesFarLessHeapThanTheCollectorPolicyAssumes(t *testing.T) {
 	const resource = "https://mcp.example.com/mcp"
 	token, err := iss.Mint(issuer.Claims{Subject: "u1", ClientID: "heap-client", Audience: resource, MerchantID: "M1"})
 	require.NoError(t, err)
-	env := mapLookup(map[string]string{
-		"INTENTGATE_TABLE": "heap", "INTENTGATE_DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AWS_REGION": "eu-west-1",
-		"INTENTGATE_RISK_API_URL": "http://127.0.0.1:1", "INTENTGATE_RISK_API_KEY": "k",
-		"INTENTGATE_RELEASE_API_URL": "http://127.0.0.1:1", "INTENTGATE_RELEASE_API_KEY": "k",
-		"INTENTGATE_JWT_ISSUER": iss.URL(), "INTENTGATE_JWKS_URL": jwks.URL + issuer.JWKSPath,
-		"INTENTGATE_RESOURCE_URL": resource, "INTENTGATE_TASK_ID_KEY": "0123456789abcdef0123456789abcdef",
-	})
+	env := startEnv(iss, jwks.URL+issuer.JWKSPath, resource, map[string]string{"INTENTGATE_TASK_ID_KEY": "0123456789abcdef0123456789abcdef"})
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.GC()
 	var before, after runtime.MemStats

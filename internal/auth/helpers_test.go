@@ -54,7 +54,12 @@ func startIssuer(t *testing.T) testIssuer {
 
 func newVerifier(t *testing.T, iss testIssuer, mutate ...func(*auth.VerifierConfig)) *auth.Verifier {
 	t.Helper()
-	cfg := auth.VerifierConfig{JWKSURL: iss.JWKSURL(), Issuer: iss.URL(), Audience: resource}
+	return startVerifier(t, auth.VerifierConfig{JWKSURL: iss.JWKSURL(), Issuer: iss.URL(), Audience: resource}, mutate...)
+}
+
+// startVerifier starts a verifier of cfg, changed by mutate, within 10 s.
+func startVerifier(t *testing.T, cfg auth.VerifierConfig, mutate ...func(*auth.VerifierConfig)) *auth.Verifier {
+	t.Helper()
 	for _, m := range mutate {
 		m(&cfg)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/testsync"
 )
 
@@ -225,7 +226,7 @@ func TestARefreshLandingAfterANewerOneDoesNotReplaceItsKeys(t *testing.T) {
 			return after
 		}
 	})
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	v := verifierAt(t, url, hostileIssuer, clock)
 
 	clock.Advance(6 * time.Minute) // due: this request starts the scheduled refresh
@@ -252,7 +253,7 @@ func TestAnEmptyKeySetIsAFailedFetchNotTheEndOfEveryKey(t *testing.T) {
 		}
 		return []byte(`{"keys":[]}`)
 	})
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	v := verifierAt(t, url, hostileIssuer, clock)
 	clock.Advance(6 * time.Minute)
 	_, err := v.Verify(context.Background(), signedWithKid(t, s, "k"))
@@ -278,7 +279,7 @@ func TestAWallClockSteppedBackDoesNotHoldRefreshesOff(t *testing.T) {
 		}
 		return keysDocument(t, s.rsaJWK("new", nil)) // "old" withdrawn
 	})
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	v := verifierAt(t, url, hostileIssuer, clock, func(c *auth.VerifierConfig) { c.Skew = 3 * time.Hour })
 	_, err := v.Verify(context.Background(), signedWithKid(t, s, "unknown"))
 	require.Error(t, err) // one forced refresh
@@ -323,7 +324,7 @@ func TestAWallClockSteppedBackWhileTheIssuerIsDownDoesNotTurnEveryRequestIntoARe
 		}
 		return keysDocument(t, s.rsaJWK("k", nil))
 	})
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	var logs testsync.Buffer
 	v := verifierAt(t, url, hostileIssuer, clock, func(c *auth.VerifierConfig) {
 		c.Skew = 3 * time.Hour

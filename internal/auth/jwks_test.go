@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/auth"
 	"github.com/intentgate/intentgate/internal/auth/issuer"
+	"github.com/intentgate/intentgate/internal/testclock"
 	"github.com/intentgate/intentgate/internal/testsync"
 )
 
@@ -120,24 +121,6 @@ func (s *jwksServer) edit(f func(*jwksServer)) {
 	f(s)
 }
 
-// testClock is a wall clock the test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // withoutKid drops the members whose kid is kid.
 func withoutKid(keys []map[string]any, kid string) []map[string]any {
 	var kept []map[string]any
@@ -149,17 +132,10 @@ func withoutKid(keys []map[string]any, kid string) []map[string]any {
 	return kept
 }
 
-func verifierAt(t *testing.T, url, issuerURL string, clock *testClock, mutate ...func(*auth.VerifierConfig)) *auth.Verifier {
+// verifierAt is a verifier of the JWKS at url whose wall clock is clock.
+func verifierAt(t *testing.T, url, issuerURL string, clock *testclock.Clock, mutate ...func(*auth.VerifierConfig)) *auth.Verifier {
 	t.Helper()
-	cfg := auth.VerifierConfig{JWKSURL: url, Issuer: issuerURL, Audience: resource, Clock: clock.Now}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, err := auth.NewVerifier(ctx, cfg)
-	require.NoError(t, err)
-	return v
+	return startVerifier(t, auth.VerifierConfig{JWKSURL: url, Issuer: issuerURL, Audience: resource, Clock: clock.Now}, mutate...)
 }
 
 // longLived is goodClaims with a lifetime that outlasts the test clock's
@@ -185,7 +161,7 @@ func TestAKeyTheIssuerWithdrawsIsRefusedOnceTheJWKSIsDueAgain(t *testing.T) {
 	iss, err := issuer.New("http://issuer.invalid")
 	require.NoError(t, err)
 	jwks := startJWKSServer(t, jwksKeys(t, iss), "public, max-age=600")
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	v := verifierAt(t, jwks.url, iss.URL(), clock)
 	ecToken, err := iss.Mint(longLived(), issuer.WithAlgorithm(issuer.ES256))
 	require.NoError(t, err)
@@ -229,7 +205,7 @@ func TestTheJWKSIsFetchedAgainAfterItsMaxAgeBoundedToFiveMinutesAndAnHour(t *tes
 	} {
 		t.Run(tc.cacheControl, func(t *testing.T) {
 			jwks := startJWKSServer(t, jwksKeys(t, iss), tc.cacheControl)
-			clock := &testClock{now: time.Now()}
+			clock := testclock.New(time.Now())
 			v := verifierAt(t, jwks.url, iss.URL(), clock)
 			clock.Advance(tc.notYet)
 			_, err := v.Verify(context.Background(), rsaToken)
@@ -250,7 +226,7 @@ func TestAScheduledRefreshThatFailsKeepsTheKeysAndIsTriedAgainLater(t *testing.T
 	iss, err := issuer.New("http://issuer.invalid")
 	require.NoError(t, err)
 	jwks := startJWKSServer(t, jwksKeys(t, iss), "max-age=300")
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	var logs testsync.Buffer
 	v := verifierAt(t, jwks.url, iss.URL(), clock, func(c *auth.VerifierConfig) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -286,7 +262,7 @@ func TestARequestIsNotHeldByTheScheduledRefresh(t *testing.T) {
 	iss, err := issuer.New("http://issuer.invalid")
 	require.NoError(t, err)
 	jwks := startJWKSServer(t, jwksKeys(t, iss), "max-age=300")
-	clock := &testClock{now: time.Now()}
+	clock := testclock.New(time.Now())
 	v := verifierAt(t, jwks.url, iss.URL(), clock)
 	rsaToken, err := iss.Mint(longLived())
 	require.NoError(t, err)
