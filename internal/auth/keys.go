@@ -89,7 +89,7 @@ func (v *Verifier) scheduledRefresh(ctx context.Context, set *keySet) {
 	// Unless a refresh forced meanwhile has stored newer keys.
 	v.keys.CompareAndSwap(set, &kept)
 	if !errors.Is(err, errRefreshRateLimited) {
-		v.logger.WarnContext(ctx, "auth: JWKS refresh failed; the keys fetched before stay in use",
+		v.cfg.Logger.WarnContext(ctx, "auth: JWKS refresh failed; the keys fetched before stay in use",
 			"jwks_url", v.cfg.JWKSURL, "retry_in", jwksMinInterval.String(), "error", err.Error())
 	}
 }
@@ -100,7 +100,7 @@ func (v *Verifier) scheduledRefresh(ctx context.Context, set *keySet) {
 // clock step), and its older answer must not replace the newer one.
 func (v *Verifier) fetchKeys(ctx context.Context) (*keySet, error) {
 	seq := v.fetches.Add(1)
-	body, keep, err := fetchJWKS(ctx, v.client, v.cfg.JWKSURL, v.cfg.Clock())
+	body, keep, err := fetchJWKS(ctx, v.cfg.HTTPClient, v.cfg.JWKSURL, v.cfg.Clock())
 	if err != nil {
 		return nil, err
 	}

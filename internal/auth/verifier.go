@@ -89,8 +89,6 @@ type Verifier struct {
 	algs      map[string]bool
 	parser    *jwt.Parser
 	validator *jwt.Validator
-	client    *http.Client
-	logger    *slog.Logger
 	keys      atomic.Pointer[keySet]
 	refresh   keyRefresher
 	// scheduled is set while a refresh found due by a request runs.
@@ -125,6 +123,14 @@ func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = defaultJWKSClient()
+	} else {
+		cfg.HTTPClient = withSameOriginRedirects(cfg.HTTPClient)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	return cfg, nil
 }
 
@@ -157,17 +163,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 			jwt.WithLeeway(cfg.Skew),
 			jwt.WithTimeFunc(cfg.Clock),
 		),
-		client:  cfg.HTTPClient,
-		logger:  cfg.Logger,
 		refresh: keyRefresher{minInterval: cfg.MinRefreshInterval, now: cfg.Clock},
-	}
-	if v.client == nil {
-		v.client = defaultJWKSClient()
-	} else {
-		v.client = withSameOriginRedirects(v.client)
-	}
-	if v.logger == nil {
-		v.logger = slog.New(slog.DiscardHandler)
 	}
 	if _, err := v.fetchKeys(ctx); err != nil {
 		return nil, fmt.Errorf("auth: fetch JWKS %s: %w", cfg.JWKSURL, err)
