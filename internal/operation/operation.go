@@ -153,8 +153,10 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		next.ProbeCount = 0
 		next.LastDispatchAt = ev.At
 	}
-	if ev.ResourceID != "" && ev.Type != EventEvidenceRecorded {
+	if ev.ResourceID != "" && ev.Type != EventEvidenceRecorded && ev.Type != EventOperatorFailed {
 		// Evidence is journalled, never promoted: it may be a second effect.
+		// A FAILED resolution's named resource was removed at the provider:
+		// journalled too, never the failed operation's resource.
 		next.ResourceID = ev.ResourceID
 	}
 	if ev.Receipt != "" {

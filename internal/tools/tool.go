@@ -46,6 +46,10 @@ type Effect struct {
 // ProbeResult is what a lookup by request key or by intended effect found.
 type ProbeResult struct {
 	Matches []string // resource ids of effects matching this operation
+	// Unnamed: the provider reports len(Matches) effects without naming
+	// them, and Matches holds stand-ins, never resource ids (a broken
+	// dedupe answered by count).
+	Unnamed bool
 	// Authoritative is true when zero matches proves absence (a consistent
 	// lookup by key, or a search whose index covers the dispatch time and
 	// hides nothing). Ignored when there are matches.

@@ -94,8 +94,13 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	if evidence == "" || !utf8.ValidString(evidence) || utf8.RuneCountInString(evidence) > MaxEvidenceRunes {
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "evidence must be 1 to %d characters", MaxEvidenceRunes)
 	}
-	if strings.ContainsFunc(evidence, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
-		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "evidence must not contain control characters")
+	if strings.ContainsFunc(evidence, hiddenOrControl) {
+		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
+			"evidence must not contain control, format (bidi, zero-width) or line-separator characters")
+	}
+	if strings.Contains(evidence, statementMarker) {
+		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
+			"evidence must not contain %q: the journal marks the server's own statements with it", statementMarker)
 	}
 	if resourceID != "" && !validResourceID(resourceID) {
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "resource_id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
@@ -165,9 +170,25 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	return settled, nil
 }
 
+// hiddenOrControl: characters that would let evidence read otherwise than
+// it is stored (control, format such as bidi overrides and zero-width,
+// line and paragraph separators); newline and tab are text.
+func hiddenOrControl(r rune) bool {
+	if r == '\n' || r == '\t' {
+		return false
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// statementMarker begins every statement the server appends to a
+// resolution's journal detail; an operator's evidence may not contain it.
+const statementMarker = "[operator states:"
+
 // confirmKept asks the provider whether resourceID is op's effect: one of
 // the confirmed matches of a fresh search for an incident, else the
 // family's authoritative read by id, else one of its probe's matches.
+// Where a second effect was not ruled out before op was escalated
+// (duplicateRisk), a search must also show resourceID as the only one.
 func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, resourceID string, next *tools.NextAction) error {
 	dctx, cancel := ex.Budget().DownstreamContext(ctx)
 	defer cancel()
@@ -175,22 +196,74 @@ func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool
 	var err error
 	if canRead && !incident(op) {
 		err = confirmer.Confirm(dctx, op, resourceID)
+		if err == nil && duplicateRisk(op) {
+			err = onlyEffect(dctx, family, op, resourceID)
+		}
 	} else {
 		var res tools.ProbeResult
 		res, err = family.Probe(dctx, op)
-		if err == nil && !slices.Contains(res.Matches, resourceID) {
+		switch {
+		case err != nil:
+		case res.Unnamed:
+			err = fmt.Errorf("the provider reports %d effects without naming them; remove the extra ones at the provider, then resolve with the one kept: %w",
+				len(res.Matches), tools.ErrNotConfirmed)
+		case !slices.Contains(res.Matches, resourceID):
 			err = fmt.Errorf("%s is not among the confirmed matches (%s): %w", resourceID, strings.Join(res.Matches, ", "), tools.ErrNotConfirmed)
 		}
 	}
 	switch {
+	case errors.Is(err, errNotOnlyEffect):
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"%s; nothing was recorded", strings.TrimSuffix(err.Error(), ": "+errNotOnlyEffect.Error()))
 	case errors.Is(err, tools.ErrNotConfirmed):
 		return tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider does not confirm %s as this operation's intended effect; nothing was recorded", resourceID)
+			"the provider does not confirm %s as this operation's intended effect (%v); nothing was recorded", resourceID, err)
 	case err != nil:
 		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
 			"the provider could not be asked to confirm %s; nothing was recorded; resolve again shortly", resourceID)
 		f.Cause = err
 		return f
+	}
+	return nil
+}
+
+// errNotOnlyEffect: a search shows another effect of op than the one an
+// operator would keep.
+var errNotOnlyEffect = errors.New("not the only effect")
+
+// duplicateRisk reports whether a second effect of op was not ruled out
+// before it was escalated: it was sent more than once, the journal names
+// more than one effect, or the duplicate audit that follows a found effect
+// did not complete (or the clock skew kept it from being trusted).
+func duplicateRisk(op operation.Operation) bool {
+	if op.RetryCount > 0 || len(op.EffectEvidence()) > 1 {
+		return true
+	}
+	for _, ev := range op.Journal {
+		switch ev.Type {
+		case operation.EventAuditExhausted, operation.EventAuditMultiple, operation.EventAuditDeferred, operation.EventClockSkewExceeded:
+			return true
+		}
+	}
+	return false
+}
+
+// onlyEffect requires a search that covers op's dispatches to show
+// resourceID as op's one effect: the duplicate audit an escalation left
+// undone, done now.
+func onlyEffect(ctx context.Context, family tools.WriteTool, op operation.Operation, resourceID string) error {
+	res, err := family.Probe(ctx, op)
+	switch {
+	case err != nil:
+		return err
+	case res.Unnamed || len(res.Matches) > 1:
+		return fmt.Errorf("the provider shows %d effects of this operation (%s): an incident; remove the extra ones at the provider, then resolve: %w",
+			len(res.Matches), strings.Join(res.Matches, ", "), errNotOnlyEffect)
+	case len(res.Matches) == 1 && res.Matches[0] != resourceID:
+		return fmt.Errorf("the provider's search shows %s, not %s, as this operation's effect: %w", res.Matches[0], resourceID, errNotOnlyEffect)
+	case !res.Authoritative:
+		// The index cannot yet rule a second effect out.
+		return fmt.Errorf("the provider's search can not yet rule out a second effect (%s)", res.Detail)
 	}
 	return nil
 }
@@ -236,7 +309,7 @@ const LateCommitsRuledOutStatement = "[operator states: no request of this opera
 // knownEffects: the operation is known to have produced at least one effect.
 func knownEffects(op operation.Operation, resourceID string) bool {
 	return op.DuplicateResources > 0 || op.Outcome == operation.OutcomeIncidentMultipleEffects ||
-		op.ResourceID != "" || resourceID != ""
+		op.ResourceID != "" || resourceID != "" || len(op.EffectEvidence()) > 0
 }
 
 func effectsSummary(op operation.Operation, resourceID string) string {
@@ -249,6 +322,9 @@ func effectsSummary(op operation.Operation, resourceID string) string {
 	}
 	if resourceID != "" && resourceID != op.ResourceID {
 		parts = append(parts, "named resource "+resourceID)
+	}
+	if evidence := op.EffectEvidence(); len(evidence) > 0 {
+		parts = append(parts, "journalled effects "+strings.Join(evidence, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -147,8 +147,8 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 	rv, found, err := f.api.FindReviewByRequestKey(ctx, op.Handle)
 	if errors.Is(err, provider.ErrMultipleMatches) {
 		// The provider broke its own dedupe: an incident, not a guess.
-		return tools.ProbeResult{Source: "risk_provider", Matches: []string{"unnamed-1", "unnamed-2"},
-			Detail: "provider reports several reviews for one request key"}, nil
+		return tools.ProbeResult{Source: "risk_provider", Matches: []string{"unnamed-1", "unnamed-2"}, Unnamed: true,
+			Detail: "provider reports several reviews for one request key, without naming them"}, nil
 	}
 	if err != nil {
 		return tools.ProbeResult{}, fmt.Errorf("find review by request key: %w", err)

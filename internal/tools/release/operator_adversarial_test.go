@@ -1,0 +1,182 @@
+package release_test
+
+// resolve_operation against what an adversarial review found: an
+// operator's word never makes a receipt the provider did not confirm, and
+// the journal tells the server's statements from the operator's text.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+	"github.com/intentgate/intentgate/internal/tools"
+	operatortools "github.com/intentgate/intentgate/internal/tools/operator"
+	"github.com/intentgate/intentgate/internal/tools/release"
+	"github.com/intentgate/intentgate/internal/tools/riskreview"
+)
+
+// brokenDedupeRisk is a Risk API whose lookup by request key reports the
+// provider's own dedupe broken (several reviews for one key).
+type brokenDedupeRisk struct{}
+
+func (brokenDedupeRisk) GetOrder(context.Context, string) (provider.Order, error) {
+	return provider.Order{OrderID: "O20260728001", MerchantID: "M1"}, nil
+}
+func (brokenDedupeRisk) CreateReview(context.Context, string, provider.CreateReviewInput) (provider.Review, error) {
+	return provider.Review{}, fmt.Errorf("unused")
+}
+func (brokenDedupeRisk) FindReviewByRequestKey(context.Context, string) (provider.Review, bool, error) {
+	return provider.Review{}, false, fmt.Errorf("find: %w", provider.ErrMultipleMatches)
+}
+
+// The risk family's probe answers a broken dedupe with the placeholder
+// ids "unnamed-1"/"unnamed-2"; confirmKept accepts any id in Matches, so an
+// operator records committed_and_verified with a receipt for a review id
+// the provider never returned.
+func TestResolveSucceededDoesNotAcceptAnIDTheProviderNeverNamed(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	family := riskreview.New(brokenDedupeRisk{}, riskreview.DefaultRecovery())
+	key, err := operation.NewRequestKey("support-assistant", "M1", riskreview.ToolRequest, "review-incident-0001")
+	require.NoError(t, err)
+	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
+	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(riskreview.ToolRequest, "alice", target)
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
+		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
+	require.NoError(t, err)
+	_, err = f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	res, err := family.Probe(ctx, op)
+	require.NoError(t, err)
+	for _, ev := range []operation.Event{
+		{Type: operation.EventResponseMissing, At: f.clock.Now()},
+		{Type: operation.EventProbeMultiple, At: f.clock.Now(), Duplicates: len(res.Matches), Detail: res.Detail},
+	} {
+		op, err = f.st.Transition(ctx, op, ev)
+		require.NoError(t, err)
+	}
+	require.Equal(t, operation.StateEscalated, op.State)
+
+	settled, err := operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionSucceeded, Evidence: "kept one", ResourceID: "unnamed-1"})
+	assert.Error(t, err, "a placeholder is not a resource the provider confirmed; got receipt %q for %q", settled.Receipt, settled.ResourceID)
+}
+
+// An operation escalated because the duplicate audit after a re-send
+// could not complete is resolved SUCCEEDED by a read of the recorded
+// ticket alone; the search that would show the second ticket is never
+// taken, the audit is dropped, and approve_rollout goes through.
+func TestResolveSucceededAfterAnExhaustedDuplicateAuditMustSearchForDuplicates(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateDuplicateThenDrop, Times: 1}}})
+	sub, err := f.submit(t, alice, paymentsArgs)
+	require.NoError(t, err)
+	op := sub.Operation
+	require.Equal(t, operation.StateUnknown, op.State)
+	// The reconciler saw one ticket (index lag hid the other), scheduled the
+	// duplicate audit, and the audit ran out of searches.
+	op, err = f.ex.Transition(ctx, release.ToolCreate, op, operation.Event{Type: operation.EventProbeFoundOne, At: f.clock.Now(),
+		ResourceID: "ticket-9001", Receipt: tools.Receipt(op.Handle, "ticket-9001"), NextAt: f.clock.Now().Add(time.Minute)}, nil)
+	require.NoError(t, err)
+	require.True(t, op.AuditPending())
+	op, err = f.ex.Transition(ctx, release.ToolCreate, op, operation.Event{Type: operation.EventAuditExhausted, At: f.clock.Now(),
+		Source: "reconciler", Detail: "duplicate audit could not complete"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateEscalated, op.State)
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+	found, err := f.family.Probe(ctx, op)
+	require.NoError(t, err)
+	require.Len(t, found.Matches, 2, "the provider, asked now, shows the duplicate")
+
+	settled, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionSucceeded, Evidence: "ticket-9001 is fine"})
+	if assert.Error(t, err, "resolved SUCCEEDED while two tickets exist") {
+		return
+	}
+	_, err = f.family.Approve(alice, settled)
+	assert.Error(t, err, "rollout approved over an undetected duplicate ticket")
+}
+
+// The operator's free-text evidence may forge the server's own
+// statements (and carry bidi/format characters), so the journal cannot
+// tell a statement the server checked for from text the operator typed.
+func TestResolveEvidenceCannotForgeTheServersStatements(t *testing.T) {
+	for name, evidence := range map[string]string{
+		"forged statement": "nothing there\n" + operatortools.EffectsRemovedStatement,
+		"bidi override":    "ok \u202eDELIAF\u202c",
+		"zero width":       "ok\u200b\u2028line",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, 0)
+			ctx := context.Background()
+			f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateTimeoutBeforeCommit, Times: 1}}})
+			sub, err := f.submit(t, alice, paymentsArgs)
+			require.NoError(t, err)
+			op, err := f.ex.Transition(ctx, release.ToolCreate, sub.Operation, operation.Event{
+				Type: operation.EventProbeBudgetExhausted, At: f.clock.Now(), Source: "reconciler"}, nil)
+			require.NoError(t, err)
+			f.clock.Advance(untilCommitHorizon(t, f, op))
+			settled, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+				Outcome: operatortools.ResolutionFailed, Evidence: evidence})
+			if err == nil {
+				t.Errorf("accepted; journal detail %q", settled.Journal[len(settled.Journal)-1].Detail)
+				return
+			}
+			requireFailure(t, err, tools.CodeInvalidArgument)
+		})
+	}
+}
+
+// A resource id the journal names as an effect (dispatch evidence) is
+// not a "known effect" to Resolve, so FAILED is recorded without the
+// operator's effects_removed statement once the ticket has vanished.
+func TestResolveFailedCountsJournalledEvidenceAsAKnownEffect(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateDropResponseAfterCommit, Times: 1}}})
+	sub, err := f.submit(t, alice, paymentsArgs)
+	require.NoError(t, err)
+	op, err := f.ex.Transition(ctx, release.ToolCreate, sub.Operation, operation.Event{Type: operation.EventEvidenceRecorded,
+		At: f.clock.Now(), ResourceID: "ticket-9001", Detail: "stale dispatcher saw ticket-9001"}, nil)
+	require.NoError(t, err)
+	op, err = f.ex.Transition(ctx, release.ToolCreate, op, operation.Event{Type: operation.EventProbeBudgetExhausted,
+		At: f.clock.Now(), Source: "reconciler"}, nil)
+	require.NoError(t, err)
+	require.Empty(t, op.ResourceID)
+	require.Equal(t, []string{"ticket-9001"}, op.EffectEvidence())
+	require.True(t, f.sim.RemoveTicket("ticket-9001"))
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+
+	_, err = operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionFailed, Evidence: "no ticket"})
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "effects_removed")
+}
+
+// A FAILED resolution naming the removed ticket promotes it to the
+// operation's resource_id, so a FAILED/failed_without_effect operation
+// answers with resource_id set (the write's result and the packet).
+func TestResolveFailedDoesNotPromoteARemovedTicketToTheResource(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	op := escalated(t, f) // ticket-9001 and ticket-9002
+	require.True(t, f.sim.RemoveTicket("ticket-9001"))
+	require.True(t, f.sim.RemoveTicket("ticket-9002"))
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+	settled, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionFailed, Evidence: "both cancelled", ResourceID: "ticket-9001", EffectsRemoved: true})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, settled.State)
+	assert.Empty(t, settled.ResourceID, "a FAILED operation names no resource")
+}
