@@ -9,6 +9,23 @@ import (
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
+// operatorNamed and operatorDetail are what an operator's resolution names
+// and why (its evidence): audited with the transition; other events'
+// resource ids and details stay in the journal.
+func operatorNamed(ev operation.Event) string {
+	if ev.Actor == "" {
+		return ""
+	}
+	return ev.ResourceID
+}
+
+func operatorDetail(ev operation.Event) string {
+	if ev.Actor == "" {
+		return ""
+	}
+	return ev.Detail
+}
+
 // observe is the executor's transition hook, shared by the MCP function and
 // the reconciler: one audit record per transition, and the metrics the
 // alarms in template.yaml watch.
@@ -22,6 +39,7 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 			FromState: string(t.From.State), ToState: string(t.To.State), Event: string(t.Event.Type),
 			Status: string(t.To.State), Outcome: string(t.To.Outcome), DownstreamLatency: t.DownstreamLatency,
 			ErrorClass: t.ErrorClass, ProbeCount: t.To.ProbeCount,
+			Actor: t.Event.Actor, ResourceID: operatorNamed(t.Event), Detail: operatorDetail(t.Event),
 		})
 		if t.DownstreamLatency > 0 {
 			metrics.DownstreamLatency(ctx, t.Tool, t.DownstreamLatency)

@@ -39,6 +39,12 @@ func (g *Gateway) operationTool(t tools.OperationTool) mcpserver.Tool {
 			if r.Operation.Handle != "" {
 				rec.withOperation(r.Operation)
 			}
+			if t.Kind == tools.Settles && len(r.Operation.Journal) > 0 {
+				// What was decided and why, in the audit trail itself: the
+				// item's journal expires with it.
+				settled := r.Operation.Journal[len(r.Operation.Journal)-1]
+				rec.Event, rec.ResourceID, rec.Detail = string(settled.Type), settled.ResourceID, settled.Detail
+			}
 			if r.Code != "" {
 				rec.Code = string(r.Code) // the operation's, for audit
 			}

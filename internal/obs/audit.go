@@ -44,25 +44,34 @@ type AuditRecord struct {
 	// about one (a conflict on a bound key), or refused before any
 	// operation was known to exist under it (OperationHash empty).
 	CallerOperationHash string
-	BusinessKey         string        // the invariant key, e.g. order+type+generation
-	Tool                string        // MCP tool name
-	ClientPrincipal     string        // which MCP client (token client_id / azp)
-	EndUserPrincipal    string        // on whose behalf (token sub)
-	Tenant              string        // the merchant or team the end user acts for (token); subs are not unique across tenants
-	PolicyDecision      string        // PolicyAllow, PolicyDeny, PolicyNotApplicable
-	ArgumentDigest      string        // request_digest (SHA-256 of canonical arguments)
-	Status              string        // operation status after the call/transition
-	Outcome             string        // outcome vocabulary shown to the caller
-	FromState           string        // transition source state
-	ToState             string        // transition target state
-	Event               string        // journal event that drove the transition
-	DownstreamLatency   time.Duration // provider call latency; written in ms
-	ErrorClass          string        // failure classification (timeout, reset, 5xx, ...)
-	ProbeCount          int           // reconciler probes so far
-	ClaimResult         string        // reconciler CAS claim: won, lost, ...
-	Code                string        // stable result code returned to the caller
-	Deduplicated        bool          // answered from an existing operation
-	Duration            time.Duration // whole call / step duration; written in ms
+	BusinessKey         string // the invariant key, e.g. order+type+generation
+	Tool                string // MCP tool name
+	ClientPrincipal     string // which MCP client (token client_id / azp)
+	EndUserPrincipal    string // on whose behalf (token sub)
+	Tenant              string // the merchant or team the end user acts for (token); subs are not unique across tenants
+	PolicyDecision      string // PolicyAllow, PolicyDeny, PolicyNotApplicable
+	ArgumentDigest      string // request_digest (SHA-256 of canonical arguments)
+	Status              string // operation status after the call/transition
+	Outcome             string // outcome vocabulary shown to the caller
+	FromState           string // transition source state
+	ToState             string // transition target state
+	Event               string // journal event that drove the transition
+	// Actor is who drove a transition by hand (an operator's subject); the
+	// principals above are the operation's owner's on transition records.
+	Actor string
+	// ResourceID is the resource an operator's resolution names.
+	ResourceID string
+	// Detail is an operator resolution's evidence with the statements the
+	// server appended, as journalled: why it was decided, kept in the audit
+	// trail when the operation's item has expired.
+	Detail            string
+	DownstreamLatency time.Duration // provider call latency; written in ms
+	ErrorClass        string        // failure classification (timeout, reset, 5xx, ...)
+	ProbeCount        int           // reconciler probes so far
+	ClaimResult       string        // reconciler CAS claim: won, lost, ...
+	Code              string        // stable result code returned to the caller
+	Deduplicated      bool          // answered from an existing operation
+	Duration          time.Duration // whole call / step duration; written in ms
 }
 
 // Audit log keys. Stable: dashboards and queries depend on them.
@@ -83,6 +92,9 @@ const (
 	keyFromState         = "from_state"
 	keyToState           = "to_state"
 	keyEvent             = "event"
+	keyActor             = "actor"
+	keyResourceID        = "resource_id"
+	keyDetail            = "detail"
 	keyDownstreamLatency = "downstream_latency_ms"
 	keyErrorClass        = "error_class"
 	keyProbeCount        = "probe_count"
@@ -135,7 +147,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	if a == nil {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 22)
+	attrs := make([]slog.Attr, 0, 25)
 	str := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -178,6 +190,9 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	str(keyFromState, r.FromState)
 	str(keyToState, r.ToState)
 	str(keyEvent, r.Event)
+	str(keyActor, r.Actor)
+	str(keyResourceID, r.ResourceID)
+	str(keyDetail, r.Detail)
 	ms(keyDownstreamLatency, r.DownstreamLatency)
 	str(keyErrorClass, r.ErrorClass)
 	if r.ProbeCount != 0 {
