@@ -112,7 +112,12 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 	assert.Equal(t, []string{
 		"Kind", "RequestID", "OperationHash", "CallerOperationHash", "BusinessKey", "Tool", "ClientPrincipal",
 		"EndUserPrincipal", "Tenant", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
-		"FromState", "ToState", "Event", "DownstreamLatency", "ErrorClass", "ProbeCount",
+		"FromState", "ToState", "Event",
+		// An operator's resolution: who, the provider's resource id, and
+		// the operator's own evidence (at most 1,000 characters, checked by
+		// resolve_operation); never a caller's arguments.
+		"Actor", "ResourceID", "Detail",
+		"DownstreamLatency", "ErrorClass", "ProbeCount",
 		"ClaimResult", "Code", "Deduplicated", "Duration",
 	}, names)
 	for _, n := range names {
