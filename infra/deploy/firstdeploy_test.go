@@ -280,3 +280,15 @@ func TestTheSecureStringsAreCheckedBeforeDeploying(t *testing.T) {
 	assert.Contains(t, out.String(), "Could not check the SecureStrings")
 	assert.Len(t, denied.deploys(), 1)
 }
+
+// Without -yes a run may ask questions, and sam asks for confirmation:
+// with stdin not a terminal (CI, a pipe) it stops before anything runs.
+func TestARunThatMayAskNeedsATerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	assert.ErrorContains(t, needsTerminal([]string{"-stack", "ig-ci"}, r), "-yes")
+	assert.ErrorContains(t, needsTerminal([]string{"-destroy"}, r), "-yes")
+	assert.NoError(t, needsTerminal([]string{"-yes"}, r))
+	assert.NoError(t, needsTerminal([]string{"-nope"}, r), "a bad flag is run's to report")
+}
