@@ -16,7 +16,7 @@ import (
 // (docs/deploy.md, Cold start). go.mod pins the last client versions with
 // the earlier serializers. An upgrade past them fails here on purpose: it is
 // a choice to make with its cost in view (measure with make bench-coldstart,
-// update docs/deploy.md, then this list), not a side effect of a bump.
+// update docs/deploy.md, then this test), not a side effect of a bump.
 func TestTheFunctionsLinkNoSDKSchemaTables(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "lambda.norpc", ".", "../reconciler")
 	out, err := cmd.Output()

@@ -115,7 +115,7 @@ type collectorPolicy struct {
 // minLimitCollectorOff is the least memory limit under which the collector
 // stays off after the start: four times the most the start may leave
 // (internal/app's TestTheStartLeavesFarLessHeapThanTheCollectorPolicyAssumes
-// holds it under 16 MiB; about 1.5 MiB is measured), so the limit does not
+// holds it under 16 MiB; about 2.7 MiB allocated there, its issuer included), so the limit does not
 // trigger collections back to back. A test rather than a reading at each
 // cold start: reading the heap cost it 0.1-0.3 ms.
 const minLimitCollectorOff = 64 << 20

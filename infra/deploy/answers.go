@@ -150,7 +150,7 @@ var questions = []question{
 func ask(p prompter, params map[string]parameter, answers map[string]string, guided, reservations bool) error {
 	qs := slices.Clone(questions)
 	if answers["GatewayJwtAuthorizer"] == "true" || guided {
-		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (empty: the endpoint URL, read from the stack at each deploy)", false},
+		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (empty: the ResourceUrl, or without one the endpoint URL read from the stack, at each deploy)", false},
 			question{"GatewayRequiredScope", "OAuth scope the JWT authorizer requires on /mcp", false})
 	}
 	if reservations {

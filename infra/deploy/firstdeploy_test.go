@@ -210,6 +210,17 @@ func TestTheJWKSTheFunctionsFetchIsCheckedBeforeDeploying(t *testing.T) {
 		require.ErrorContains(t, err, "JwksUrl", name)
 		assert.Empty(t, aws.ran, "%s: refused before anything ran", name)
 	}
+	// In gateway mode the function starts only with an RSA key there (what
+	// the authorizer verifies), whatever the discovery document names.
+	ecKeys := `{"keys":[{"kty":"EC","use":"sig","kid":"e1","alg":"ES256","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+	gatewayEC := &fakeAWS{facts: roomy, web: map[string]page{jwks: {200, ecKeys}}}
+	err := run(context.Background(), rememberedAnswers(t, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "mcp"}),
+		strings.NewReader(""), io.Discard, gatewayEC)
+	require.ErrorContains(t, err, "RSA")
+	assert.Empty(t, gatewayEC.deploys())
+	tokenEC := &fakeAWS{facts: roomy, web: map[string]page{jwks: {200, ecKeys}}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, tokenEC), "token mode reads EC keys")
+
 	ok := &fakeAWS{facts: roomy, web: map[string]page{jwks: {200, rsaKeys}}}
 	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, ok))
 	require.Len(t, ok.deploys(), 1)

@@ -102,10 +102,11 @@ func checkGatewayIssuer(ctx context.Context, r runner, out io.Writer, issuer, jw
 
 // checkFunctionKeys runs before every deploy: the functions fetch JwksUrl
 // at each cold start and do not start without a signing key they can read
-// (RSA or EC), so a URL the issuer says is not there, or that holds no
-// such key, would deploy functions that can not start. As for the
-// gateway's check, an issuer this machine can not reach is reported only.
-func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL string) error {
+// (RSA or EC; in gateway mode RSA, what the authorizer verifies), so a URL
+// the issuer says is not there, or that holds no such key, would deploy
+// functions that can not start. As for the gateway's check, an issuer this
+// machine can not reach is reported only.
+func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL string, gateway bool) error {
 	const why = "the functions fetch their keys from JwksUrl at every cold start (make deploy ARGS=-guided to change it)"
 	body, ok, err := readIssuerDocument(ctx, r, out, jwksURL)
 	if err != nil {
@@ -115,7 +116,11 @@ func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL str
 		fmt.Fprintf(out, "JwksUrl %s must hold a signing key (RSA or EC) when the functions start.\n", jwksURL)
 		return nil
 	}
-	for _, kty := range []string{"RSA", "EC"} {
+	types := []string{"RSA", "EC"}
+	if gateway {
+		types = []string{"RSA"}
+	}
+	for _, kty := range types {
 		has, err := auth.KeySetHasSigningKeyType(body, kty)
 		if err != nil {
 			return fmt.Errorf("JwksUrl %s: %w; %s", jwksURL, err, why)
@@ -124,7 +129,7 @@ func checkFunctionKeys(ctx context.Context, r runner, out io.Writer, jwksURL str
 			return nil
 		}
 	}
-	return fmt.Errorf("JwksUrl %s holds no signing key the functions can read (RSA or EC, use sig): %s and would not start", jwksURL, why)
+	return fmt.Errorf("JwksUrl %s holds no signing key the functions can read (%s, use sig): %s and would not start", jwksURL, strings.Join(types, " or "), why)
 }
 
 // readIssuerDocument GETs one of the issuer's documents. ok is false when

@@ -2,7 +2,7 @@
 // deployment of template.yaml to a real AWS account.
 //
 //	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes] [-republish]
-//	go run ./infra/deploy -destroy [-stack ...] [-yes]
+//	go run ./infra/deploy -destroy [-stack ...] [-region ...] [-yes]
 //
 // The first run (or -guided) asks for what the template cannot default:
 // the token issuer and its JWKS URL, the providers' URLs, the SSM names of
@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 			return err
 		}
 	}
-	if err := checkFunctionKeys(ctx, r, out, answers["JwksUrl"]); err != nil {
+	if err := checkFunctionKeys(ctx, r, out, answers["JwksUrl"], answers["GatewayJwtAuthorizer"] == "true"); err != nil {
 		return err
 	}
 

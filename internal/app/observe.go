@@ -7,20 +7,22 @@ import (
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/tools"
+	operatortools "github.com/intentgate/intentgate/internal/tools/operator"
 )
 
 // operatorNamed and operatorDetail are what an operator's resolution names
 // and why (its evidence): audited with the transition; other events'
-// resource ids and details stay in the journal.
+// resource ids and details (a provider's own text among them) stay in the
+// journal.
 func operatorNamed(ev operation.Event) string {
-	if ev.Actor == "" {
+	if ev.Source != operatortools.SourceOperator {
 		return ""
 	}
 	return ev.ResourceID
 }
 
 func operatorDetail(ev operation.Event) string {
-	if ev.Actor == "" {
+	if ev.Source != operatortools.SourceOperator {
 		return ""
 	}
 	return ev.Detail

@@ -17,8 +17,8 @@ import (
 // minRSABits refuses RSA keys too short to trust, should a JWKS publish one.
 const minRSABits = 2048
 
-// refreshTimeout bounds a forced JWKS refresh, which runs apart from the
-// request that forced it (keyRefresher.do).
+// refreshTimeout bounds a JWKS refresh (forced by an unknown kid, or found
+// due), which runs apart from the request that started it (keyRefresher.do).
 const refreshTimeout = 10 * time.Second
 
 // keyFor returns the public key for kid fit for alg. An unknown kid
@@ -179,12 +179,12 @@ func publicKeyFor(key publicKey, alg string) (any, error) {
 	}
 }
 
-// keyRefresher lets at most one forced refresh run at a time and at most one
-// start per minInterval. Callers arriving while one runs wait for its result
-// (or until their own context ends) instead of starting another. Inside the
-// interval a caller gets the last refresh's error if it failed (the issuer is
-// still presumed down), else errRefreshRateLimited (the JWKS was current a
-// moment ago).
+// keyRefresher lets at most one refresh (forced or scheduled) run at a
+// time and at most one start per minInterval. Callers arriving while one
+// runs wait for its result (or until their own context ends) instead of
+// starting another. Inside the interval a caller gets the last refresh's
+// error if it failed (the issuer is still presumed down), else
+// errRefreshRateLimited (the JWKS was current a moment ago).
 //
 // A refresh started more than refreshTimeout ago by the wall clock is
 // stale: it outlived the invocation that started it and was frozen with

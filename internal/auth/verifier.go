@@ -136,7 +136,8 @@ func (cfg VerifierConfig) withDefaults() (VerifierConfig, error) {
 
 // NewVerifier builds a Verifier and fetches the JWKS once, so a wrong URL or
 // an unreachable issuer fails at startup rather than on the first request.
-// ctx bounds that first fetch only; the key cache lives until [Verifier.Close].
+// ctx bounds that first fetch only; later fetches are started by requests
+// (a JWKS found due, a kid not held) and bounded by refreshTimeout.
 func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

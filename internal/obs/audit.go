@@ -31,9 +31,12 @@ const (
 // a transition: who, for whom, which tool and keys,
 // why policy allowed it, what happened downstream and to the state.
 //
-// There is deliberately no field for raw arguments, reason text or bearer
-// tokens: the record can only carry an argument digest, so a log reader can
-// match a call to a request without seeing its content.
+// There is deliberately no field for a write's raw arguments, a caller's
+// reason text or bearer tokens: the record carries an argument digest, so a
+// log reader can match a call to a request without seeing its content. The
+// one exception is an operator's resolution, whose evidence (at most 1,000
+// characters, checked) and named resource are kept as Detail and
+// ResourceID: why the decision was made.
 type AuditRecord struct {
 	Kind          string // KindToolCall, KindTransition, KindReconcile, KindAuthReject
 	RequestID     string // per-request id (API Gateway / Lambda request id)
@@ -56,8 +59,10 @@ type AuditRecord struct {
 	FromState           string // transition source state
 	ToState             string // transition target state
 	Event               string // journal event that drove the transition
-	// Actor is who drove a transition by hand (an operator's subject); the
-	// principals above are the operation's owner's on transition records.
+	// Actor is the actor of a transition's event: the resolving operator,
+	// the escalation's owner (OperatorName) on the reconciler's, the
+	// cancelling client on a task's; the principals above are the
+	// operation's owner's on transition records.
 	Actor string
 	// ResourceID is the resource an operator's resolution names.
 	ResourceID string

@@ -57,8 +57,12 @@ type Resolution struct {
 // it by an authoritative read matching the intended effect: for an incident
 // (several effects), it must be one of the matches a fresh search by
 // intended effect returns, each confirmed by its own read; otherwise the
-// family's read by id (tools.EffectConfirmer) or its probe. Only then is the
-// effect receipt issued. An operator's word alone never makes a receipt.
+// family's read by id (tools.EffectConfirmer) or its probe. Effects the
+// provider reports without naming them (tools.ProbeResult.Unnamed) confirm
+// none. Where a second effect was not ruled out before the escalation
+// (duplicateRisk), a fresh search must also show no effect other than the
+// named one. Only then is the effect receipt issued. An operator's word
+// alone never makes a receipt.
 //
 // A FAILED resolution releases the business key (the store does it in the
 // same write), so the next request for the same target creates a new
@@ -69,16 +73,20 @@ type Resolution struct {
 // otherwise (a provider without a commit deadline) the operator must state
 // it (r.LateCommitsRuledOut), as the reconciler would not re-send on that
 // search either. When effects were known to exist (an incident, duplicates,
-// a recorded resource, or one the operator names) the operator must also
-// state their removal (r.EffectsRemoved). Both statements are kept in the
-// journal with the evidence.
+// a recorded or journalled resource, or one the operator names) the
+// operator must also state their removal (r.EffectsRemoved). Both
+// statements are kept in the journal with the evidence; a resource the
+// resolution names stays in the journal, never the failed operation's.
 //
 // Errors are *tools.Failure: FORBIDDEN for non-operators, PRECONDITION_FAILED
 // when the operation is not ESCALATED (or moved on meanwhile), when the
 // provider does not confirm the named resource, when effects are still
-// found, or when a late commit is not ruled out; INVALID_ARGUMENT for a bad
-// resolution or evidence; TEMPORARY_UNAVAILABLE when the provider or the
-// store could not be asked.
+// found (or another effect than the named one), or when a late commit is
+// not ruled out; INVALID_ARGUMENT for a bad resolution or evidence
+// (control, format or line-separator characters, or the statement marker
+// the server's own statements begin with); TEMPORARY_UNAVAILABLE when the
+// provider or the store could not be asked, or a search can not yet rule a
+// second effect out.
 func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, caller tools.Caller, op operation.Operation, r Resolution) (operation.Operation, error) {
 	resolution, evidence, resourceID, effectsRemoved := r.Outcome, r.Evidence, r.ResourceID, r.EffectsRemoved
 	if d := policy.CanResolve(caller.Roles); !d.Allow {
