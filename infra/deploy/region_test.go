@@ -89,7 +89,7 @@ func TestARegionRememberedForAFailedFirstCreateYieldsToAnotherRegion(t *testing.
 }
 
 // sam delete without --no-prompts exits 0 when its confirmation is
-// declined: the region is forgotten while the stack stays.
+// declined: the stack stays, and so does its remembered region.
 func TestADeclinedDestroyKeepsTheRegion(t *testing.T) {
 	a := rememberedAnswers(t, nil)
 	a = slices.DeleteFunc(a, func(s string) bool { return s == "-yes" })
@@ -100,10 +100,10 @@ func TestADeclinedDestroyKeepsTheRegion(t *testing.T) {
 	assert.NoError(t, err, "the stack is still in eu-west-1; the next deploy without -region goes to the default region")
 }
 
-// Before this change the region was AWS_REGION or us-east-1:
-// AWS_DEFAULT_REGION was not read. An existing user (answers, no .region)
-// with AWS_DEFAULT_REGION=eu-west-1 has the stack in us-east-1; the next
-// make deploy creates a second stack in eu-west-1 and remembers it.
+// Answers from before regions were remembered (no .region file): the
+// region then was AWS_REGION or us-east-1, not AWS_DEFAULT_REGION. A run
+// without -region that finds no stack where the defaults point asks for
+// -region instead of creating a second stack there.
 func TestAStackDeployedBeforeRegionsWereRememberedIsNotMovedToAnotherRegion(t *testing.T) {
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("AWS_DEFAULT_REGION", "eu-west-1")
@@ -118,9 +118,9 @@ func TestAStackDeployedBeforeRegionsWereRememberedIsNotMovedToAnotherRegion(t *t
 	}
 }
 
-// DescribeParameters answers on a best-effort basis: a page may hold
-// none of the matches and a NextToken (boto3#1079, aws-sdk-ruby#2012). The
-// script reads one page and calls an existing SecureString missing.
+// DescribeParameters answers on a best-effort basis: a page may hold none
+// of the matches and a NextToken. The script reads every page, so an
+// existing SecureString is never reported missing.
 func TestTheSSMScriptReadsEveryPage(t *testing.T) {
 	python := scriptPython(t)
 	calls := 0
@@ -146,9 +146,9 @@ func TestTheSSMScriptReadsEveryPage(t *testing.T) {
 	assert.Contains(t, facts.Parameters, "/ig/risk", "one page read (%d call): an existing SecureString reported missing, the deploy refused", calls)
 }
 
-// An alias is "taken for the key it may name", but only as alias/x:
-// the same alias as an ARN (put-parameter --key-id accepts both) is refused,
-// and so is the AWS-managed key named by its alias ARN.
+// An alias is taken for the key it may name, as alias/x and as an alias
+// ARN (put-parameter --key-id accepts both), and the AWS-managed key is
+// known by its alias ARN too.
 func TestAKMSAliasARNIsTakenLikeAnAlias(t *testing.T) {
 	const kmsKey = "arn:aws:kms:us-east-1:123456789012:key/0f5e8e0a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"
 	for name, tc := range map[string]struct {
@@ -171,9 +171,8 @@ func TestAKMSAliasARNIsTakenLikeAnAlias(t *testing.T) {
 	}
 }
 
-// The region guard also refuses make destroy of a stack in another
-// region, though a delete creates nothing; its message says "make destroy
-// it first", which is then refused the same way.
+// A destroy creates nothing: it may name another region than the
+// remembered one (a stray stack there can be removed).
 func TestDestroyMayTargetAnotherRegionThanTheRememberedOne(t *testing.T) {
 	a := rememberedAnswers(t, nil)
 	writeRegion(t, a, "eu-west-1")

@@ -36,10 +36,9 @@ func (brokenDedupeRisk) FindReviewByRequestKey(context.Context, string) (provide
 	return provider.Review{}, false, fmt.Errorf("find: %w", provider.ErrMultipleMatches)
 }
 
-// The risk family's probe answers a broken dedupe with the placeholder
-// ids "unnamed-1"/"unnamed-2"; confirmKept accepts any id in Matches, so an
-// operator records committed_and_verified with a receipt for a review id
-// the provider never returned.
+// A provider that reports several reviews for one request key without
+// naming them (a broken dedupe) confirms none: the stand-ins the probe
+// counts them with are never a resource an operator may keep.
 func TestResolveSucceededDoesNotAcceptAnIDTheProviderNeverNamed(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
@@ -72,10 +71,10 @@ func TestResolveSucceededDoesNotAcceptAnIDTheProviderNeverNamed(t *testing.T) {
 	assert.Error(t, err, "a placeholder is not a resource the provider confirmed; got receipt %q for %q", settled.Receipt, settled.ResourceID)
 }
 
-// An operation escalated because the duplicate audit after a re-send
-// could not complete is resolved SUCCEEDED by a read of the recorded
-// ticket alone; the search that would show the second ticket is never
-// taken, the audit is dropped, and approve_rollout goes through.
+// An operation escalated because its duplicate audit could not complete is
+// resolved SUCCEEDED only when a search taken now shows the kept ticket as
+// its one effect: with a second ticket there, the resolution is refused and
+// no rollout can be approved over it.
 func TestResolveSucceededAfterAnExhaustedDuplicateAuditMustSearchForDuplicates(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
@@ -108,9 +107,9 @@ func TestResolveSucceededAfterAnExhaustedDuplicateAuditMustSearchForDuplicates(t
 	assert.Error(t, err, "rollout approved over an undetected duplicate ticket")
 }
 
-// The operator's free-text evidence may forge the server's own
-// statements (and carry bidi/format characters), so the journal cannot
-// tell a statement the server checked for from text the operator typed.
+// The operator's evidence can not pose as the server's own statements nor
+// carry bidi or zero-width characters: the journal tells a statement the
+// server checked from text the operator typed.
 func TestResolveEvidenceCannotForgeTheServersStatements(t *testing.T) {
 	for name, evidence := range map[string]string{
 		"forged statement": "nothing there\n" + operatortools.EffectsRemovedStatement,
@@ -138,9 +137,9 @@ func TestResolveEvidenceCannotForgeTheServersStatements(t *testing.T) {
 	}
 }
 
-// A resource id the journal names as an effect (dispatch evidence) is
-// not a "known effect" to Resolve, so FAILED is recorded without the
-// operator's effects_removed statement once the ticket has vanished.
+// A resource id only the journal names as an effect (dispatch evidence) is
+// a known effect: FAILED needs the operator's effects_removed statement,
+// even once the ticket has vanished.
 func TestResolveFailedCountsJournalledEvidenceAsAKnownEffect(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
@@ -164,9 +163,9 @@ func TestResolveFailedCountsJournalledEvidenceAsAKnownEffect(t *testing.T) {
 	assert.Contains(t, fail.Message, "effects_removed")
 }
 
-// A FAILED resolution naming the removed ticket promotes it to the
-// operation's resource_id, so a FAILED/failed_without_effect operation
-// answers with resource_id set (the write's result and the packet).
+// A FAILED resolution naming the removed ticket keeps it in the journal:
+// the failed operation names no resource (its result and packet would
+// otherwise show a live-looking ticket).
 func TestResolveFailedDoesNotPromoteARemovedTicketToTheResource(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
