@@ -79,13 +79,53 @@ func TestTheRegionIsRememberedWithTheAnswers(t *testing.T) {
 func TestTheRegionDefaultsToAWSRegionThenAWSDefaultRegion(t *testing.T) {
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("AWS_DEFAULT_REGION", "eu-central-1")
-	o, err := parseArgs(nil)
+	o, err := parseArgs(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "eu-central-1", o.region)
 	t.Setenv("AWS_REGION", "ap-south-1")
-	o, err = parseArgs(nil)
+	o, err = parseArgs(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "ap-south-1", o.region)
+}
+
+// A platform team's profile names its region in the AWS CLI's config
+// file; sam and the CLI deploy there when nothing else is set, so must we
+// (us-east-1 would be a second, silent region). The environment still
+// comes first, as in the SDKs and the CLI.
+func TestTheRegionOfTheAWSProfileIsUsedWhenTheEnvironmentNamesNone(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(config, []byte("[default]\nregion = ap-northeast-1\n\n[profile ops]\nregion = eu-north-1\n"), 0o600))
+	t.Setenv("AWS_CONFIG_FILE", config)
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "ops")
+	o, err := parseArgs(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "eu-north-1", o.region, "AWS_PROFILE's region")
+
+	t.Setenv("AWS_PROFILE", "")
+	o, err = parseArgs(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ap-northeast-1", o.region, "the default profile's region")
+
+	t.Setenv("AWS_DEFAULT_REGION", "ca-central-1")
+	o, err = parseArgs(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "ca-central-1", o.region, "the environment before the profile")
+
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "nosuch")
+	_, err = parseArgs(context.Background(), nil)
+	require.ErrorContains(t, err, "nosuch", "a profile that is not there is named, not replaced by us-east-1")
+	o, err = parseArgs(context.Background(), []string{"-region", "sa-east-1"})
+	require.NoError(t, err, "-region needs no profile region")
+	assert.Equal(t, "sa-east-1", o.region)
+
+	t.Setenv("AWS_PROFILE", "")
+	require.NoError(t, os.WriteFile(config, nil, 0o600))
+	o, err = parseArgs(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "us-east-1", o.region, "no region anywhere")
 }
 
 // sam delete answers a stack that is not there with an error message and
@@ -298,8 +338,8 @@ func TestARunThatMayAskNeedsATerminal(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
-	assert.ErrorContains(t, needsTerminal([]string{"-stack", "ig-ci"}, r), "-yes")
-	assert.ErrorContains(t, needsTerminal([]string{"-destroy"}, r), "-yes")
-	assert.NoError(t, needsTerminal([]string{"-yes"}, r))
-	assert.NoError(t, needsTerminal([]string{"-nope"}, r), "a bad flag is run's to report")
+	assert.ErrorContains(t, needsTerminal(context.Background(), []string{"-stack", "ig-ci"}, r), "-yes")
+	assert.ErrorContains(t, needsTerminal(context.Background(), []string{"-destroy"}, r), "-yes")
+	assert.NoError(t, needsTerminal(context.Background(), []string{"-yes"}, r))
+	assert.NoError(t, needsTerminal(context.Background(), []string{"-nope"}, r), "a bad flag is run's to report")
 }

@@ -25,6 +25,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -36,12 +37,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := needsTerminal(os.Args[1:], os.Stdin); err != nil {
+	if err := needsTerminal(ctx, os.Args[1:], os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "deploy:", err)
 		os.Exit(2)
 	}
@@ -55,8 +58,8 @@ func main() {
 // stdin is not a terminal: in CI sam's confirmation would fail only after
 // the build, the upload and the change set, and answers piped in are read
 // ahead of sam's own prompt.
-func needsTerminal(args []string, stdin *os.File) error {
-	o, err := parseArgs(args)
+func needsTerminal(ctx context.Context, args []string, stdin *os.File) error {
+	o, err := parseArgs(ctx, args)
 	if err != nil || o.yes {
 		return nil // run reports the arguments' error
 	}
@@ -72,14 +75,16 @@ type options struct {
 	guided, yes, destroy, republish                   bool
 	// regionGiven: -region was on the command line (not a default).
 	regionGiven bool
+	// regionFrom says where a region not given came from.
+	regionFrom string
 }
 
-func parseArgs(args []string) (options, error) {
+func parseArgs(ctx context.Context, args []string) (options, error) {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o options
 	fs.StringVar(&o.stack, "stack", "intentgate-dev", "CloudFormation stack name")
-	fs.StringVar(&o.region, "region", envOr("AWS_REGION", envOr("AWS_DEFAULT_REGION", defaultRegion)), "AWS region (default: the one the stack was deployed to, else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)")
+	fs.StringVar(&o.region, "region", "", "AWS region (default: the one the stack was deployed to, else AWS_REGION, AWS_DEFAULT_REGION, the AWS profile's region, us-east-1)")
 	fs.StringVar(&o.venv, "venv", ".venv-tools", "virtualenv holding sam and boto3")
 	fs.StringVar(&o.template, "template", "template.yaml", "SAM template")
 	fs.StringVar(&o.stateDir, "state", ".deploy", "where answers are remembered")
@@ -95,6 +100,12 @@ func parseArgs(args []string) (options, error) {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	fs.Visit(func(f *flag.Flag) { o.regionGiven = o.regionGiven || f.Name == "region" })
+	if !o.regionGiven {
+		var err error
+		if o.region, o.regionFrom, err = ambientRegion(ctx); err != nil {
+			return options{}, err
+		}
+	}
 	if !stackName.MatchString(o.stack) {
 		return options{}, fmt.Errorf("-stack %q: 1-53 letters, digits and hyphens, starting with a letter (the reconciler's function name, <stack>-reconciler, may have 64)", o.stack)
 	}
@@ -109,15 +120,34 @@ func parseArgs(args []string) (options, error) {
 
 const defaultRegion = "us-east-1"
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+// ambientRegion is the region sam and the AWS CLI would pick without
+// --region: AWS_REGION, AWS_DEFAULT_REGION, then the region of the
+// profile (AWS_PROFILE, else default) in the CLI's config file; us-east-1
+// only when none names one. The SDK's own loader reads them, in that
+// order. A profile named but not there is an error: the credentials
+// would fail after the questions, and its region is unknown.
+func ambientRegion(ctx context.Context) (region, from string, _ error) {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if v := os.Getenv(k); v != "" {
+			return v, k, nil
+		}
 	}
-	return def
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("read the AWS profile's region (or pass -region): %w", err)
+	}
+	if cfg.Region == "" {
+		return defaultRegion, "the default: neither the environment nor the AWS profile names a region", nil
+	}
+	profile := os.Getenv("AWS_PROFILE")
+	if profile == "" {
+		profile = cmp.Or(os.Getenv("AWS_DEFAULT_PROFILE"), "default")
+	}
+	return cfg.Region, "the AWS profile " + profile, nil
 }
 
 func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runner) error {
-	o, err := parseArgs(args)
+	o, err := parseArgs(ctx, args)
 	if err != nil {
 		return err
 	}
@@ -325,7 +355,7 @@ func settleRegion(ctx context.Context, r runner, python string, o options, out i
 	raw, err := os.ReadFile(regionFile(o))
 	if errors.Is(err, fs.ErrNotExist) {
 		if !o.regionGiven {
-			fmt.Fprintf(out, "Region %s (no -region given; AWS_REGION, then AWS_DEFAULT_REGION, then %s).\n", o.region, defaultRegion)
+			fmt.Fprintf(out, "Region %s, from %s (no -region given).\n", o.region, o.regionFrom)
 		}
 		return o, false, nil
 	}

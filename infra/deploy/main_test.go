@@ -215,6 +215,18 @@ func args(t *testing.T, extra ...string) []string {
 	return append([]string{"-template", "../../template.yaml", "-state", t.TempDir(), "-venv", "/venv", "-build-dir", t.TempDir()}, extra...)
 }
 
+// TestMain keeps the developer's own AWS settings out of the tests: a
+// region or profile there would change the region every test without
+// -region deploys to.
+func TestMain(m *testing.M) {
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"} {
+		os.Unsetenv(k)
+	}
+	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	os.Exit(m.Run())
+}
+
 // firstRunAnswers answer the guided questions in order: Stage (default),
 // issuer, JWKS, no ResourceUrl, the two providers, the Risk key's name, the
 // default Release key name, the task id key's name, then defaults for the
@@ -316,13 +328,13 @@ func TestDeployArgumentsAreValidated(t *testing.T) {
 		{"-stack", "1bad"}, {"-stack", "has_underscore"}, {"-region", "mars"}, {"-guided", "-yes"}, {"extra"}, {"-nope"},
 		{"-stack", "s" + strings.Repeat("x", 53)}, // <stack>-reconciler would pass Lambda's 64
 	} {
-		_, err := parseArgs(bad)
+		_, err := parseArgs(context.Background(), bad)
 		assert.Error(t, err, "%v", bad)
 	}
-	o, err := parseArgs([]string{"-stack", "ig-prod", "-region", "eu-central-1"})
+	o, err := parseArgs(context.Background(), []string{"-stack", "ig-prod", "-region", "eu-central-1"})
 	require.NoError(t, err)
 	assert.Equal(t, "ig-prod", o.stack)
-	_, err = parseArgs([]string{"-stack", "s" + strings.Repeat("x", 52)})
+	_, err = parseArgs(context.Background(), []string{"-stack", "s" + strings.Repeat("x", 52)})
 	assert.NoError(t, err, "53 characters fit")
 }
 

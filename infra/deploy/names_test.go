@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ const lambdaFunctionNameMax = 64
 // name), and an existing stack with such a name can no longer be updated.
 func TestEveryFunctionNameFitsTheLongestStackNameAccepted(t *testing.T) {
 	longest := "s" + strings.Repeat("x", 52)
-	_, err := parseArgs([]string{"-stack", longest})
+	_, err := parseArgs(context.Background(), []string{"-stack", longest})
 	require.NoError(t, err, "the longest stack name -stack accepts")
 
 	raw, err := os.ReadFile("../../template.yaml")
