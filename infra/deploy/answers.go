@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,7 +148,7 @@ var questions = []question{
 // question (the current answer or the template default is the default;
 // "-" clears an optional answer); with reservations (-guided) the reserved
 // concurrencies too.
-func ask(p prompter, params map[string]parameter, answers map[string]string, guided, reservations bool) error {
+func ask(ctx context.Context, p prompter, params map[string]parameter, answers map[string]string, guided, reservations bool) error {
 	qs := slices.Clone(questions)
 	if answers["GatewayJwtAuthorizer"] == "true" || guided {
 		qs = append(qs, question{"JwtAudience", "Audience the JWT authorizer requires (empty: the ResourceUrl, or without one the endpoint URL read from the stack, at each deploy)", false},
@@ -192,7 +193,7 @@ func ask(p prompter, params map[string]parameter, answers map[string]string, gui
 			case backToDefault && def != *par.Default:
 				prompt += " (" + clearAnswer + " for the template's " + *par.Default + ")"
 			}
-			v, err := p.ask(prompt, def)
+			v, err := p.ask(ctx, prompt, def)
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.param, err)
 			}
@@ -253,26 +254,45 @@ type prompter struct {
 	interactive bool
 }
 
-func (p prompter) ask(prompt, def string) (string, error) {
+// ask waits for one line, or for ctx to end: Ctrl-C is caught for the
+// whole run (sam needs it to clean up), so a question blocked in a read
+// would swallow it. The line is read only while a question waits, never
+// ahead: sam's own confirmation reads the same stdin later.
+func (p prompter) ask(ctx context.Context, prompt, def string) (string, error) {
 	if !p.interactive {
 		return def, nil
 	}
 	fmt.Fprintf(p.out, "%s [%s]: ", prompt, def)
-	line, err := p.in.ReadString('\n')
-	if err != nil && (err != io.EOF || line == "") {
-		return "", fmt.Errorf("no answer on stdin: %w", err)
+	type answer struct {
+		line string
+		err  error
 	}
-	if v := strings.TrimSpace(line); v != "" {
+	read := make(chan answer, 1)
+	go func() {
+		line, err := p.in.ReadString('\n')
+		read <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(p.out)
+		return "", fmt.Errorf("no answer: %w", ctx.Err())
+	case a = <-read:
+	}
+	if a.err != nil && (a.err != io.EOF || a.line == "") {
+		return "", fmt.Errorf("no answer on stdin: %w", a.err)
+	}
+	if v := strings.TrimSpace(a.line); v != "" {
 		return v, nil
 	}
 	return def, nil
 }
 
-func (p prompter) confirm(prompt string) (bool, error) {
+func (p prompter) confirm(ctx context.Context, prompt string) (bool, error) {
 	if !p.interactive {
 		return false, nil
 	}
-	v, err := p.ask(prompt+" (yes/no)", "no")
+	v, err := p.ask(ctx, prompt+" (yes/no)", "no")
 	return v == "yes" || v == "y", err
 }
 

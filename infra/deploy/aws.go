@@ -124,7 +124,7 @@ var reservations = []string{"McpReservedConcurrency", "ReconcilerReservedConcurr
 // defaults, read on every run) leave Lambda its 100 unreserved executions;
 // if not, it offers (interactive) to deploy without reservations, else
 // refuses with the numbers. Only that choice is written into answers.
-func fitConcurrency(p prompter, tpl map[string]parameter, answers map[string]string, f accountFacts) error {
+func fitConcurrency(ctx context.Context, p prompter, tpl map[string]parameter, answers map[string]string, f accountFacts) error {
 	want := 0
 	for _, k := range reservations {
 		v, answered := answers[k]
@@ -147,7 +147,7 @@ func fitConcurrency(p prompter, tpl map[string]parameter, answers map[string]str
 	}
 	msg := fmt.Sprintf("the account's Lambda concurrency limit is %d (%d unreserved now); reserving %d would leave %d, but Lambda keeps %d unreserved",
 		f.Limit, f.Unreserved, want, left, lambdaUnreservedMinimum)
-	ok, err := p.confirm(msg + ". Deploy without reserved concurrency (route throttling remains the only cap; ask AWS for a higher limit later, then run with -guided)?")
+	ok, err := p.confirm(ctx, msg+". Deploy without reserved concurrency (route throttling remains the only cap; ask AWS for a higher limit later, then run with -guided)?")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -342,4 +344,25 @@ func TestARunThatMayAskNeedsATerminal(t *testing.T) {
 	assert.ErrorContains(t, needsTerminal(context.Background(), []string{"-destroy"}, r), "-yes")
 	assert.NoError(t, needsTerminal(context.Background(), []string{"-yes"}, r))
 	assert.NoError(t, needsTerminal(context.Background(), []string{"-nope"}, r), "a bad flag is run's to report")
+}
+
+// Ctrl-C at a guided question ends the run there: the interrupt is
+// caught (so that sam, later, can clean up a failed create), and a
+// question that went on waiting for a line would swallow it.
+func TestAnInterruptEndsAQuestionWaitingForAnAnswer(t *testing.T) {
+	stdin, _ := io.Pipe() // a terminal nobody types into
+	ctx, interrupt := context.WithCancel(context.Background())
+	p := prompter{in: bufio.NewReader(stdin), out: io.Discard, interactive: true}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := p.ask(ctx, "Token issuer", "")
+		answered <- err
+	}()
+	interrupt()
+	select {
+	case err := <-answered:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the question still waits for a line after the interrupt")
+	}
 }

@@ -195,7 +195,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	// The first run is guided: every question, defaults shown.
 	guided := o.guided || (len(answers) == 0 && !o.yes)
 	p := prompter{in: bufio.NewReader(in), out: out, interactive: !o.yes}
-	if err := ask(p, tpl, answers, guided, o.guided); err != nil {
+	if err := ask(ctx, p, tpl, answers, guided, o.guided); err != nil {
 		return err
 	}
 	if err := saveAnswers(state, answers); err != nil {
@@ -228,7 +228,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err != nil {
 		return err
 	}
-	if err := fitConcurrency(p, tpl, answers, account); err != nil {
+	if err := fitConcurrency(ctx, p, tpl, answers, account); err != nil {
 		return err
 	}
 	if err := saveAnswers(state, answers); err != nil {
