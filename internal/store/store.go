@@ -361,6 +361,42 @@ func classifyExisting(op, existing operation.Operation, existingNonce, nonce str
 	}
 }
 
+// Recorded answers, without writing anything, what the table already holds
+// for a request with key and digest: a Replay (the same digest, stored
+// under the key or answered through its binding) or a Conflict. A key
+// never used is ErrNotFound. It lets a replay be answered from the record
+// when a check that gates only new writes (authorization) cannot be
+// passed now: the operation exists whatever that check would say today.
+func (s *Store) Recorded(ctx context.Context, key operation.RequestKey, digest string) (InsertResult, error) {
+	handle := key.Handle()
+	item, err := s.getRaw(ctx, opPK(handle))
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("recorded %s: %w", handle, err)
+	}
+	if !isBinding(item) {
+		existing, _, err := decodeOperation(handle, item)
+		if err != nil {
+			return InsertResult{}, err
+		}
+		if existing.RequestDigest == digest {
+			return InsertResult{Kind: Replay, Operation: existing}, nil
+		}
+		return InsertResult{Kind: Conflict, Operation: existing}, nil
+	}
+	var b bindingItem
+	if err := attributevalue.UnmarshalMap(item, &b); err != nil {
+		return InsertResult{}, fmt.Errorf("recorded %s: decode binding: %w", handle, err)
+	}
+	holder, err := s.followBinding(ctx, b)
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("recorded %s: %w", handle, err)
+	}
+	if b.RequestDigest == digest {
+		return InsertResult{Kind: Replay, Operation: holder, Bound: true}, nil
+	}
+	return InsertResult{Kind: Conflict, Operation: holder, Bound: true}, nil
+}
+
 func (s *Store) resolveByRead(ctx context.Context, op operation.Operation, nonce string) (InsertResult, error) {
 	item, err := s.getRaw(ctx, opPK(op.Handle))
 	if err != nil {

@@ -173,13 +173,6 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	if err != nil {
 		return Submission{}, err
 	}
-	actx, cancel := e.cfg.Budget.AuthContext(ctx)
-	err = tool.Authorize(actx, caller, p)
-	cancel()
-	if err != nil {
-		return Submission{}, err
-	}
-
 	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, tool.Name(), opID)
 	if err != nil {
 		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
@@ -187,6 +180,15 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	digest, err := operation.RequestDigest(tool.Name(), caller.UserID, p.DigestArgs)
 	if err != nil {
 		return Submission{}, fmt.Errorf("submit: %w", err)
+	}
+	actx, cancel := e.cfg.Budget.AuthContext(ctx)
+	err = tool.Authorize(actx, caller, p)
+	cancel()
+	if err != nil {
+		if sub, ok := e.recordedReplay(ctx, opID, key, digest); ok {
+			return sub, nil
+		}
+		return Submission{}, err
 	}
 	// From here a refusal is about this key (and maybe the operation under
 	// it): it comes back with the key, for the audit record.
@@ -238,6 +240,27 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	// A failed state write leaves the operation PENDING under its lease;
 	// the reconciler takes it from there. The caller still gets the handle.
 	return sub, err
+}
+
+// recordedReplay answers a request whose authorization failed now (the
+// provider that says who owns the object is down, or a grant changed) but
+// that replays an operation already recorded under its key: authorization
+// gates new writes, and this one exists and was, or is being, sent.
+// Refusing it would tell the caller "nothing was sent" about an operation
+// that may have committed. Who may see the answer is the visibility rule's
+// decision, applied where it is rendered, as for every replay. Anything
+// else (the key unused, used for other arguments, or unreadable now)
+// leaves the authorization's refusal standing: for this request it is
+// true.
+func (e *Executor) recordedReplay(ctx context.Context, opID string, key operation.RequestKey, digest string) (Submission, bool) {
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	res, err := e.cfg.Store.Recorded(sctx, key, digest)
+	cancel()
+	if err != nil || res.Kind != store.Replay {
+		return Submission{}, false
+	}
+	return Submission{OperationID: opID, Key: key, Digest: digest, Operation: res.Operation,
+		Replayed: true, Deduplicated: res.Bound}, true
 }
 
 // insertFailure answers an insert that did not come back with an outcome.
