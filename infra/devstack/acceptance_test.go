@@ -43,7 +43,7 @@ func TestThousandSequentialWritesAcrossBothToolsHaveNoStoreError(t *testing.T) {
 					"operation_id": fmt.Sprintf("acc-review-%04d", i)})
 			}
 			return callTool(t, deployer, "create_deployment_ticket", map[string]any{
-				"service": "payments-api", "commit": fmt.Sprintf("%07x", 0xacc0000+i), "environment": "production-eu",
+				"service": "payments-api", "commit": fmt.Sprintf("%040x", 0xacc0000+i), "environment": "production-eu",
 				"operation_id": fmt.Sprintf("acc-ticket-%04d", i)})
 		}
 		res := write()
@@ -78,10 +78,10 @@ func TestEightConcurrentCallsWithOneOperationIDHaveNoStoreError(t *testing.T) {
 	d := startDevstack(t)
 	deployer := connect(t, d.env["MCP_URL"], d.env["TOKEN_DEPLOYER"])
 	// Warm the path once (another operation), as a running devstack is.
-	callTool(t, deployer, "create_deployment_ticket", map[string]any{"service": "orders-api", "commit": "0000001",
+	callTool(t, deployer, "create_deployment_ticket", map[string]any{"service": "orders-api", "commit": "0000001000000000000000000000000000000000",
 		"environment": "staging", "operation_id": "acc-warm"})
 
-	args := map[string]any{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu",
+	args := map[string]any{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu",
 		"operation_id": "acc-storm-1"}
 	var wg sync.WaitGroup
 	results := make([]map[string]any, 8)
@@ -100,7 +100,7 @@ func TestEightConcurrentCallsWithOneOperationIDHaveNoStoreError(t *testing.T) {
 		handles[res["ticket_handle"]]++
 	}
 	assert.Len(t, handles, 1, "every call names the same operation: %v", handles)
-	assert.LessOrEqual(t, ticketsFor(t, d.env["RELEASE_API_URL"], "payments-api/8bc911d/production-eu"), 1,
+	assert.LessOrEqual(t, ticketsFor(t, d.env["RELEASE_API_URL"], "payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu"), 1,
 		"the storm dispatched at most one ticket")
 }
 

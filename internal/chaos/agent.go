@@ -104,7 +104,7 @@ func makePlans(cfg *Config, cell, n int) []plan {
 			p.persona, p.tool = personaByName["DEPLOYER"], toolTicket
 			svc := ticketServices[rng.IntN(len(ticketServices))]
 			env := ticketEnvironments[rng.IntN(len(ticketEnvironments))]
-			commit := fmt.Sprintf("%07x", 0xabc0000+rng.IntN(cfg.CommitPool))
+			commit := fmt.Sprintf("%040x", 0xabc0000+rng.IntN(cfg.CommitPool))
 			p.args = map[string]any{"service": svc, "commit": commit, "environment": env}
 			p.changed = map[string]any{"service": svc, "commit": commit, "environment": otherOf(ticketEnvironments, env)}
 			p.approve = pick(cfg.Approve)

@@ -14,7 +14,7 @@ import (
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 )
 
-var ticket = provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "cc-run-3188"}
+var ticket = provider.TicketInput{Service: "payments-api", Commit: "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", Environment: "production-eu", RequestedBy: "cc-run-3188"}
 
 func TestReleaseCreateAndReads(t *testing.T) {
 	_, url := startRelease(t)
@@ -54,8 +54,8 @@ func TestReleaseCreateFaultsAreUnknown(t *testing.T) {
 
 func TestSearchDropsTicketsForOtherTargets(t *testing.T) {
 	body := `{"tickets":[` +
-		`{"ticket_id":"ticket-1","service":"payments-api","commit":"8bc911d","environment":"production-eu","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"},` +
-		`{"ticket_id":"ticket-2","service":"payments-api","commit":"8bc911d","environment":"production-us","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}` +
+		`{"ticket_id":"ticket-1","service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"},` +
+		`{"ticket_id":"ticket-2","service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-us","requested_by":"a","status":"OPEN","created_at":"2026-08-13T10:51:04Z"}` +
 		`],"indexed_through":"2026-08-13T10:52:00Z","complete":true}`
 	url, _ := fakeProvider(t, http.StatusOK, body)
 	result, err := releaseClient(t, url, time.Second).SearchTickets(context.Background(), ticket.Target())

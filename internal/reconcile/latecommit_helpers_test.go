@@ -27,7 +27,7 @@ const releaseKey = "release-test-key"
 var (
 	deployer = tools.Caller{ClientID: "release-agent", UserID: "dana", TenantID: "team-payments", Roles: []string{policy.RoleDeployer}}
 	// paymentsTicket is the one intended effect of these scenarios.
-	paymentsTicket = "payments-api/8bc911d/production-eu"
+	paymentsTicket = "payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu"
 )
 
 // clocks are the three actors' clocks: each reads the shared base time
@@ -108,7 +108,7 @@ func (f releaseFixture) submitWithFault(t *testing.T, mode releaseapi.CreateMode
 		faults.Create = []releaseapi.CreateFault{{Mode: mode, Times: 1}}
 	}
 	require.NoError(t, f.sim.SetFaults(faults))
-	args, err := json.Marshal(map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu", "operation_id": "deploy-payments-8bc911d"})
+	args, err := json.Marshal(map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu", "operation_id": "deploy-payments-8bc911d"})
 	require.NoError(t, err)
 	sub, err := f.disp.Submit(context.Background(), f.fam, deployer, args, "")
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func (f releaseFixture) tickets() int {
 // the dispatch), PENDING with lease from the dispatcher's clock.
 func (f releaseFixture) storedTicketOp(t *testing.T, lease time.Duration) operation.Operation {
 	t.Helper()
-	target := map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}
+	target := map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}
 	key, err := operation.NewRequestKey(deployer.ClientID, deployer.TenantID, release.ToolCreate, "deploy-payments-stored")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(release.ToolCreate, deployer.UserID, target)

@@ -284,7 +284,7 @@ func TestStaleEvidenceOfASecondTicketAfterSuccessBecomesAnIncident(t *testing.T)
 	_, err = f.fam.Approve(deployer, done)
 	require.NoError(t, err, "approvable")
 
-	other, err := f.client.CreateTicket(context.Background(), provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "dana"})
+	other, err := f.client.CreateTicket(context.Background(), provider.TicketInput{Service: "payments-api", Commit: "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", Environment: "production-eu", RequestedBy: "dana"})
 	require.NoError(t, err)
 	now := f.at(f.dispatcher)()
 	withEvidence := f.journal(t, op.Handle, operation.Event{Type: operation.EventEvidenceRecorded, At: now, NextAt: now,

@@ -41,8 +41,17 @@ func newTicketRig(t *testing.T) ticketRig {
 	return ticketRig{harness: h, clock: clock, reconciler: svc, deployer: connect(t, h.MCPURLs[0], h.token(t, "DEPLOYER"), protocolNew)}
 }
 
-func ticketArgs(commit, opID string) map[string]any {
-	return map[string]any{"service": "payments-api", "commit": commit, "environment": "production-eu", "operation_id": opID}
+// ticketArgs names the commit by its first seven digits, as people do;
+// the tool takes only full ids, so the helper completes it (fullCommit).
+func ticketArgs(abbrev, opID string) map[string]any {
+	return map[string]any{"service": "payments-api", "commit": fullCommit(abbrev), "environment": "production-eu", "operation_id": opID}
+}
+
+// fullCommit completes a seven-digit abbreviation to a 40-digit commit id
+// with a tail every test commit shares: "8bc911d" is the README's commit.
+func fullCommit(abbrev string) string {
+	const tail = "0a3c4e5f60718293a4b5c6d7e8f901234"
+	return abbrev + tail[len(tail)-(40-len(abbrev)):]
 }
 
 func (r ticketRig) sweep(t *testing.T) reconcile.SweepReport {
@@ -122,8 +131,8 @@ func TestDenialEval_same_key_changed_target_deny_digest_conflict(t *testing.T) {
 	require.False(t, isErr)
 	for name, args := range map[string]map[string]any{
 		"changed commit":      ticketArgs("9cd0221", "deploy-op-digest-1"),
-		"changed environment": {"service": "payments-api", "commit": "8bc911d", "environment": "staging", "operation_id": "deploy-op-digest-1"},
-		"changed service":     {"service": "orders-api", "commit": "8bc911d", "environment": "production-eu", "operation_id": "deploy-op-digest-1"},
+		"changed environment": {"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "staging", "operation_id": "deploy-op-digest-1"},
+		"changed service":     {"service": "orders-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu", "operation_id": "deploy-op-digest-1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res, isErr := call(t, r.deployer, release.ToolCreate, args)
@@ -244,11 +253,11 @@ func TestOperatorResolvesEscalatedTicketThenRolloutIsApproved(t *testing.T) {
 
 func TestDeployerNamingAnotherServiceIsForbiddenBeforeAnyEffect(t *testing.T) {
 	r := newTicketRig(t)
-	res, isErr := call(t, r.deployer, release.ToolCreate, map[string]any{"service": "search-api", "commit": "8bc911d", "environment": "production-eu"})
+	res, isErr := call(t, r.deployer, release.ToolCreate, map[string]any{"service": "search-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"})
 	assert.True(t, isErr)
 	assert.Equal(t, "FORBIDDEN", res["code"])
 	alice := connect(t, r.MCPURLs[0], r.token(t, "ALICE"), protocolNew)
-	res, isErr = call(t, alice, release.ToolCreate, map[string]any{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"})
+	res, isErr = call(t, alice, release.ToolCreate, map[string]any{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"})
 	assert.True(t, isErr)
 	assert.Equal(t, "FORBIDDEN", res["code"], "a support agent may not create tickets")
 	st := r.Release.Stats()

@@ -38,7 +38,7 @@ func TestLateCommitAfterTheWaitEndedIsFoundAndNeverDuplicated(t *testing.T) {
 	r.sweepEvery(t, 10*time.Second, 12)
 
 	st := r.Release.Stats()
-	assert.Equal(t, 1, st.TicketsByTarget["payments-api/8bc911d/production-eu"], "one intent, one ticket")
+	assert.Equal(t, 1, st.TicketsByTarget["payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu"], "one intent, one ticket")
 	assert.Equal(t, 1, st.CreateCalls, "the late ticket was found, nothing re-sent")
 	p := r.packet(t, "deploy-late-commit-1")
 	assert.Equal(t, "committed_and_verified", p["outcome"])
@@ -64,7 +64,7 @@ func TestLateCommitBeyondTheDeadlineBecomesAnIncidentAndBlocksApproval(t *testin
 
 	r.sweepEvery(t, 10*time.Second, 12)
 
-	require.Equal(t, 2, r.Release.Stats().TicketsByTarget["payments-api/8bc911d/production-eu"], "the provider broke its promise")
+	require.Equal(t, 2, r.Release.Stats().TicketsByTarget["payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu"], "the provider broke its promise")
 	p := r.packet(t, "deploy-late-commit-2")
 	assert.Equal(t, "ESCALATED", p["state"])
 	assert.Equal(t, "incident_multiple_effects", p["outcome"])

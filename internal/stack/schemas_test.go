@@ -60,7 +60,7 @@ func TestEveryToolAndCodeConformsToItsOutputSchema(t *testing.T) {
 	// create_deployment_ticket, approve_rollout, get_operation.
 	do(r.deployer, release.ToolCreate, ticketArgs("8bc911d", "deploy-schema-ok-01"))
 	do(r.deployer, release.ToolCreate, ticketArgs("8bc911e", "deploy-schema-ok-01"))
-	do(r.deployer, release.ToolCreate, map[string]any{"service": "search-api", "commit": "8bc911d", "environment": "production-eu"})
+	do(r.deployer, release.ToolCreate, map[string]any{"service": "search-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"})
 	do(r.deployer, release.ToolCreate, ticketArgs("not-hex", "deploy-schema-bad-1"))
 	r.setFaults(t, releaseapi.Faults{
 		Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateDropResponseAfterCommit, Times: 1}},

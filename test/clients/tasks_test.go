@@ -71,7 +71,7 @@ func TestTasksClient(t *testing.T) {
 	})
 	// 2026-07-28: the Tasks extension; 2025-11-25: that revision's
 	// experimental Tasks, which the same client speaks.
-	for protocol, cases := range map[string][2]string{protocolNew: {"O20260728021", "a2026072"}, protocolOld: {"O20260728023", "a2025112"}} {
+	for protocol, cases := range map[string][2]string{protocolNew: {"O20260728021", "a2026072" + strings.Repeat("0", 32)}, protocolOld: {"O20260728023", "a2025112" + strings.Repeat("0", 32)}} {
 		t.Run(protocol, func(t *testing.T) {
 			out := run(t, node, "tasks-scenario.mjs", stack.env["MCP_URL"], protocol, stack.env["RISK_API_URL"], stack.env["RELEASE_API_URL"], cases[0], cases[1])
 			var s tasksScenario

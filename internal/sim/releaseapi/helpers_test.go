@@ -34,8 +34,8 @@ func newFixture(t *testing.T, lag, timeout time.Duration) fixture {
 	return fixture{sim: sim, clock: clock, server: server, client: client}
 }
 
-var payments = provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "cc-run-3188"}
+var payments = provider.TicketInput{Service: "payments-api", Commit: "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", Environment: "production-eu", RequestedBy: "cc-run-3188"}
 
-const paymentsTarget = "payments-api/8bc911d/production-eu"
+const paymentsTarget = "payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu"
 
 func intPtr(v int) *int { return &v }

@@ -212,7 +212,7 @@ func TestStatsHaveExactlyTheContractFields(t *testing.T) {
 	status, body := simtest.Raw(t, f.server, http.MethodGet, "/_sim/stats", nil, nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, []string{"create_calls", "creates_past_deadline", "foreign_authorization_seen", "get_calls", "late_commits_scheduled", "max_in_flight", "search_calls", "tickets_by_target", "tickets_committed"}, simtest.Fields(t, body))
-	assert.JSONEq(t, `{"create_calls":1,"tickets_committed":1,"tickets_by_target":{"payments-api/8bc911d/production-eu":1},"search_calls":0,"get_calls":0,"max_in_flight":1,"foreign_authorization_seen":false,"late_commits_scheduled":0,"creates_past_deadline":0}`, string(body))
+	assert.JSONEq(t, `{"create_calls":1,"tickets_committed":1,"tickets_by_target":{"payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu":1},"search_calls":0,"get_calls":0,"max_in_flight":1,"foreign_authorization_seen":false,"late_commits_scheduled":0,"creates_past_deadline":0}`, string(body))
 }
 
 func TestServiceKeyAndForeignAuthorization(t *testing.T) {
@@ -233,7 +233,7 @@ func TestServiceKeyAndForeignAuthorization(t *testing.T) {
 func TestCreateValidatesTheBody(t *testing.T) {
 	f := newFixture(t, 0, time.Second)
 	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/tickets", http.Header{"X-Api-Key": {testKey}},
-		map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"})
+		map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Zero(t, f.sim.Stats().TicketsCommitted)
 }

@@ -30,10 +30,10 @@ func exampleOp(t *testing.T) operation.Operation {
 	t.Helper()
 	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
 	require.NoError(t, err)
-	target := map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}
+	target := map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}
 	digest, err := operation.RequestDigest(key.Tool, "dev-alice", target)
 	require.NoError(t, err)
-	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "deployment_ticket|payments-api|8bc911d|production-eu",
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "deployment_ticket|payments-api|8bc911d0a3c4e5f60718293a4b5c6d7e8f901234|production-eu",
 		RequestDigest: digest, EndUserID: "dev-alice", TenantID: "team-payments", Target: target, Payload: target}, intentAt, 15*time.Second)
 	require.NoError(t, err)
 	op.Journal[1].At = dispatchAt // the example records the dispatch 83ms after the intent
@@ -46,7 +46,7 @@ func found(t *testing.T, op operation.Operation) operation.Operation {
 	t.Helper()
 	op, err := op.Apply(operation.Event{Type: operation.EventProbeFoundOne, At: probeAt, Source: "release_provider",
 		Result: "one_exact_match", ResourceID: "ticket-9472", Receipt: "receipt-61b8",
-		Detail: "search service=payments-api commit=8bc911d environment=production-eu: one_exact_match"})
+		Detail: "search service=payments-api commit=8bc911d0a3c4e5f60718293a4b5c6d7e8f901234 environment=production-eu: one_exact_match"})
 	require.NoError(t, err)
 	return op
 }
@@ -95,7 +95,7 @@ func TestSeedJournalBuildsTheSeedReviewPacket(t *testing.T) {
 	assert.Equal(t, false, m["dependent_actions_blocked"])
 	assert.Equal(t, false, m["retry_allowed"])
 	assert.Equal(t, op.RequestDigest, m["request_digest"])
-	assert.Equal(t, map[string]any{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}, m["target"])
+	assert.Equal(t, map[string]any{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}, m["target"])
 	assert.Nil(t, m["escalation"])
 
 	timeline, ok := m["timeline"].([]any)

@@ -86,8 +86,10 @@ func newFixture(t *testing.T, lag time.Duration) fixture {
 	return fixture{simEnv: env, st: st, ex: ex, family: release.New(env.client, grants, release.RecoveryForLag(lag))}
 }
 
-func args(service, commit, environment, operationID string) json.RawMessage {
-	m := map[string]string{"service": service, "commit": commit, "environment": environment}
+// args names the commit by its first seven digits, as people do; the tool
+// takes only full ids, so it is completed (fullCommit).
+func args(service, abbrev, environment, operationID string) json.RawMessage {
+	m := map[string]string{"service": service, "commit": fullCommit(abbrev), "environment": environment}
 	if operationID != "" {
 		m["operation_id"] = operationID
 	}
@@ -96,6 +98,13 @@ func args(service, commit, environment, operationID string) json.RawMessage {
 		panic(err)
 	}
 	return data
+}
+
+// fullCommit completes a seven-digit abbreviation to a 40-digit commit id
+// with a tail every test commit shares: "8bc911d" is the README's commit.
+func fullCommit(abbrev string) string {
+	const tail = "0a3c4e5f60718293a4b5c6d7e8f901234"
+	return abbrev + tail[len(tail)-(40-len(abbrev)):]
 }
 
 var paymentsArgs = args("payments-api", "8bc911d", "production-eu", "deploy-ticket-payments-8bc911d")
@@ -167,7 +176,7 @@ func unknownOp(t *testing.T, target map[string]string, dispatchAt, endAt time.Ti
 }
 
 func paymentsTarget() map[string]string {
-	return map[string]string{"service": "payments-api", "commit": "8bc911d", "environment": "production-eu"}
+	return map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}
 }
 
 // flakyAPI wraps the real client to fake what the simulator cannot: an

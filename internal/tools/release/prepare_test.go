@@ -22,23 +22,25 @@ func TestPrepareAndInputSchemaAgree(t *testing.T) {
 		raw   string
 		valid bool
 	}{
-		{"minimal", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu"}`, true},
-		{"with key", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu","operation_id":"deploy-ticket-payments-8bc911d"}`, true},
+		{"minimal", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, true},
+		{"with key", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu","operation_id":"deploy-ticket-payments-8bc911d"}`, true},
 		{"full sha", `{"service":"payments-api","commit":"` + strings.Repeat("a", 40) + `","environment":"production-eu"}`, true},
-		{"unknown field", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu","force":true}`, false},
-		{"missing environment", `{"service":"payments-api","commit":"8bc911d"}`, false},
-		{"uppercase commit", `{"service":"payments-api","commit":"8BC911D","environment":"production-eu"}`, false},
+		{"unknown field", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu","force":true}`, false},
+		{"missing environment", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234"}`, false},
+		{"uppercase commit", `{"service":"payments-api","commit":"8BC911D0A3C4E5F60718293A4B5C6D7E8F901234","environment":"production-eu"}`, false},
 		{"short commit", `{"service":"payments-api","commit":"8bc91","environment":"production-eu"}`, false},
+		{"abbreviated commit", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu"}`, false},
+		{"sha-256 commit", `{"service":"payments-api","commit":"` + strings.Repeat("a", 64) + `","environment":"production-eu"}`, false},
 		{"long commit", `{"service":"payments-api","commit":"` + strings.Repeat("a", 41) + `","environment":"production-eu"}`, false},
-		{"service starts with digit", `{"service":"1payments","commit":"8bc911d","environment":"production-eu"}`, false},
-		{"service with slash", `{"service":"payments/api","commit":"8bc911d","environment":"production-eu"}`, false},
-		{"longest service", `{"service":"s` + strings.Repeat("x", 62) + `","commit":"8bc911d","environment":"production-eu"}`, true},
-		{"long service", `{"service":"s` + strings.Repeat("x", 63) + `","commit":"8bc911d","environment":"production-eu"}`, false},
-		{"one-letter service", `{"service":"p","commit":"8bc911d","environment":"production-eu"}`, false},
-		{"one-letter environment", `{"service":"payments-api","commit":"8bc911d","environment":"p"}`, false},
-		{"long environment", `{"service":"payments-api","commit":"8bc911d","environment":"e` + strings.Repeat("x", 32) + `"}`, false},
-		{"short operation id", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu","operation_id":"abc"}`, false},
-		{"operation id with space", `{"service":"payments-api","commit":"8bc911d","environment":"production-eu","operation_id":"deploy ticket 1"}`, false},
+		{"service starts with digit", `{"service":"1payments","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, false},
+		{"service with slash", `{"service":"payments/api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, false},
+		{"longest service", `{"service":"s` + strings.Repeat("x", 62) + `","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, true},
+		{"long service", `{"service":"s` + strings.Repeat("x", 63) + `","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, false},
+		{"one-letter service", `{"service":"p","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"}`, false},
+		{"one-letter environment", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"p"}`, false},
+		{"long environment", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"e` + strings.Repeat("x", 32) + `"}`, false},
+		{"short operation id", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu","operation_id":"abc"}`, false},
+		{"operation id with space", `{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu","operation_id":"deploy ticket 1"}`, false},
 		{"wrong type", `{"service":"payments-api","commit":8,"environment":"production-eu"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,15 +57,32 @@ func TestPrepareAndInputSchemaAgree(t *testing.T) {
 			requireFailure(t, prepErr, tools.CodeInvalidArgument)
 		})
 	}
-	_, err := family.Prepare(context.Background(), alice, json.RawMessage(`{"service":"payments-api","commit":"8bc911d","environment":"production-eu"} {}`))
+	_, err := family.Prepare(context.Background(), alice, json.RawMessage(`{"service":"payments-api","commit":"8bc911d0a3c4e5f60718293a4b5c6d7e8f901234","environment":"production-eu"} {}`))
 	requireFailure(t, err, tools.CodeInvalidArgument)
+}
+
+// One ticket per service + commit + environment: a commit spelled two
+// ways (an abbreviation and its full id, or two abbreviations) would be two
+// business keys and could make two tickets, so only the full id is taken,
+// and anything else is refused before anything is stored.
+func TestACommitIsTakenOnlyByItsFullIDSoOneCommitIsOneBusinessFact(t *testing.T) {
+	family := release.New(nil, grants, release.DefaultRecovery())
+	const full = "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234"
+	for _, abbrev := range []string{full[:7], full[:12], full[:39]} {
+		_, err := family.Prepare(context.Background(), alice, json.RawMessage(`{"service":"payments-api","commit":"`+abbrev+`","environment":"production-eu"}`))
+		f := requireFailure(t, err, tools.CodeInvalidArgument)
+		assert.Contains(t, f.Message, "full commit id", abbrev)
+	}
+	p, err := family.Prepare(context.Background(), alice, json.RawMessage(`{"service":"payments-api","commit":"`+full+`","environment":"production-eu"}`))
+	require.NoError(t, err)
+	assert.Contains(t, p.BusinessKey, full)
 }
 
 func TestPrepareBindsEveryTargetFieldIntoKeyAndDigest(t *testing.T) {
 	family := release.New(nil, grants, release.DefaultRecovery())
 	p, err := family.Prepare(context.Background(), alice, paymentsArgs)
 	require.NoError(t, err)
-	assert.Equal(t, "deployment_ticket|payments-api|8bc911d|production-eu", p.BusinessKey)
+	assert.Equal(t, "deployment_ticket|payments-api|8bc911d0a3c4e5f60718293a4b5c6d7e8f901234|production-eu", p.BusinessKey)
 	assert.Equal(t, "deploy-ticket-payments-8bc911d", p.OperationID)
 	assert.Equal(t, paymentsTarget(), p.Target)
 	assert.Equal(t, paymentsTarget(), p.Payload)

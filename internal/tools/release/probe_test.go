@@ -15,7 +15,7 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
-var paymentsInput = provider.TicketInput{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu", RequestedBy: "dev-alice"}
+var paymentsInput = provider.TicketInput{Service: "payments-api", Commit: "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", Environment: "production-eu", RequestedBy: "dev-alice"}
 
 // probeAfter creates what setup creates at t0, records the dispatch as
 // ended at t0+100ms, advances the clock by wait and probes.
@@ -29,7 +29,7 @@ func probeAfter(t *testing.T, env simEnv, api release.ReleaseAPI, wait time.Dura
 	res, err := release.New(api, grants, release.DefaultRecovery()).Probe(context.Background(), op)
 	require.NoError(t, err)
 	assert.Equal(t, release.ProbeSource, res.Source)
-	assert.Contains(t, res.Detail, "search service=payments-api commit=8bc911d environment=production-eu: ")
+	assert.Contains(t, res.Detail, "search service=payments-api commit=8bc911d0a3c4e5f60718293a4b5c6d7e8f901234 environment=production-eu: ")
 	return res
 }
 
@@ -107,7 +107,7 @@ func TestProbeCoversTheWholeDispatchNotJustItsStart(t *testing.T) {
 	env.clock.Advance(3 * time.Second) // now t0+5s: watermark t0+1s
 	family := release.New(env.client, grants, release.DefaultRecovery())
 
-	naive, err := env.client.SearchTickets(context.Background(), provider.TicketTarget{Service: "payments-api", Commit: "8bc911d", Environment: "production-eu"})
+	naive, err := env.client.SearchTickets(context.Background(), provider.TicketTarget{Service: "payments-api", Commit: "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", Environment: "production-eu"})
 	require.NoError(t, err)
 	require.True(t, naive.Covers(op.LastDispatchAt), "the naive bound would trust this empty answer")
 	require.Empty(t, naive.Tickets)

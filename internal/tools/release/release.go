@@ -46,12 +46,20 @@ var (
 	environmentPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 )
 
+// commitShape is how a refused commit is described.
+const commitShape = "the full commit id, 40 lowercase hex digits: an abbreviation is refused, since two spellings of one commit would make two tickets (git rev-parse gives the full id)"
+
 // argumentLength is the inclusive length range of one argument.
 type argumentLength struct{ min, max int }
 
 var (
-	serviceLength     = argumentLength{2, 63}
-	commitLength      = argumentLength{7, 40}
+	serviceLength = argumentLength{2, 63}
+	// A full commit id. An abbreviation is refused: one commit spelled two
+	// ways would be two business keys, and so two tickets for one service,
+	// commit and environment. (Git's SHA-256 object format, 64 digits, is
+	// not taken: the Release API and the hosts it serves name commits by
+	// SHA-1.)
+	commitLength      = argumentLength{40, 40}
 	environmentLength = argumentLength{2, 32}
 )
 
@@ -129,13 +137,14 @@ func (f *Family) Prepare(_ context.Context, _ tools.Caller, raw json.RawMessage)
 		shape       string
 	}{
 		{"service", a.Service, servicePattern, serviceLength, "2-63 characters of a-z 0-9 -, starting with a letter"},
-		{"commit", a.Commit, commitPattern, commitLength, "7-40 lowercase hex digits"},
+		{"commit", a.Commit, commitPattern, commitLength, commitShape},
 		{"environment", a.Environment, environmentPattern, environmentLength, "2-32 characters of a-z 0-9 -, starting with a letter"},
 	} {
 		if len(c.value) < c.length.min || len(c.value) > c.length.max || !c.pattern.MatchString(c.value) {
 			return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%s must be %s", c.name, c.shape)
 		}
 	}
+
 	if a.OperationID != "" {
 		if err := operation.ValidateOperationID(a.OperationID); err != nil {
 			return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%v", err)

@@ -35,7 +35,7 @@ func inputSchemaFromTypes() string {
 		toolschema.Property("service", toolschema.Length(serviceLength.min, serviceLength.max), toolschema.Pattern(servicePattern.String()),
 			toolschema.Describe("Service to deploy, e.g. payments-api.")),
 		toolschema.Property("commit", toolschema.Length(commitLength.min, commitLength.max), toolschema.Pattern(commitPattern.String()),
-			toolschema.Describe("Commit SHA (7-40 lowercase hex).")),
+			toolschema.Describe("Full commit id (40 lowercase hex digits); an abbreviation is refused.")),
 		toolschema.Property("environment", toolschema.Length(environmentLength.min, environmentLength.max), toolschema.Pattern(environmentPattern.String()),
 			toolschema.Describe("Target environment, e.g. production-eu.")),
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),

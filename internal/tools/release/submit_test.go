@@ -37,7 +37,7 @@ func TestCreateIsVerifiedByAuthoritativeReadAndIssuesReceipt(t *testing.T) {
 	stats := f.sim.Stats()
 	assert.Equal(t, 1, stats.CreateCalls)
 	assert.Equal(t, 1, stats.GetCalls, "the create answer is weak evidence: it must be confirmed by GET /tickets/{id}")
-	assert.Equal(t, map[string]int{"payments-api/8bc911d/production-eu": 1}, stats.TicketsByTarget)
+	assert.Equal(t, map[string]int{"payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu": 1}, stats.TicketsByTarget)
 	assert.False(t, stats.ForeignAuthorizationSeen)
 
 	stored, err := f.st.Get(context.Background(), op.Handle)
