@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/store"
@@ -101,7 +102,8 @@ func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Re
 	if err != nil {
 		return operation.Operation{}, err
 	}
-	found := ""
+	var found []string
+	var foundTools []string
 	for _, h := range handles {
 		owner, err := e.getOwner(ctx, h)
 		switch {
@@ -110,16 +112,29 @@ func (e *Executor) Find(ctx context.Context, v Visibility, caller Caller, ref Re
 		case err != nil:
 			return operation.Operation{}, storeUnavailable(err)
 		}
-		if found == "" && (ref.Tool == "" || owner.Tool == ref.Tool) && v.CanSee(caller, owner) {
-			found = h
+		if (ref.Tool == "" || owner.Tool == ref.Tool) && v.CanSee(caller, owner) {
+			found, foundTools = append(found, h), append(foundTools, owner.Tool)
 		}
 	}
-	if found == "" {
+	switch {
+	case len(found) == 0:
 		return operation.Operation{}, NotVisible()
+	case len(found) > 1:
+		// An operation_id is scoped by tool, so one caller may have used it
+		// with several write tools: answering with the first would show one
+		// write's state for another's. The handles are the caller's own
+		// operations', each visible to it.
+		named := make([]string, len(found))
+		for i := range found {
+			named[i] = foundTools[i] + ": " + found[i]
+		}
+		return operation.Operation{}, Fail(CodeInvalidArgument, false, nil,
+			"operation_id %q names %d operations, one per write tool it was used with (%s); ask by the handle of the one you mean",
+			ref.OperationID, len(found), strings.Join(named, ", "))
 	}
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
 	defer cancel()
-	op, err := e.cfg.Store.Get(sctx, found)
+	op, err := e.cfg.Store.Get(sctx, found[0])
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return operation.Operation{}, NotVisible()

@@ -92,7 +92,7 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	if d := policy.CanResolve(caller.Roles); !d.Allow {
 		return operation.Operation{}, tools.Fail(tools.CodeForbidden, false, nil, "only operators resolve operations (%s)", d.Reason)
 	}
-	next := &tools.NextAction{Tool: packet.ToolGetOperation, Arguments: packet.ReadArgs(op, caller),
+	next := &tools.NextAction{Tool: packet.ToolGetOperation, Arguments: packet.ReadArgs(op),
 		Hint: "read the operation's review packet"}
 	if op.State != operation.StateEscalated {
 		return operation.Operation{}, tools.Fail(tools.CodePreconditionFailed, false, next,

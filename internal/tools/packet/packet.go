@@ -89,7 +89,7 @@ func Build(op operation.Operation, viewer tools.Caller) Packet {
 		RequestDigest:                       op.RequestDigest,
 		Target:                              map[string]string{},
 		RetryAllowed:                        false,
-		NextAction:                          NextAction(op, viewer),
+		NextAction:                          NextAction(op),
 		Escalation:                          optional(op.Escalation),
 		CreatedAt:                           op.CreatedAt,
 		UpdatedAt:                           op.UpdatedAt,
@@ -121,21 +121,21 @@ func OwnOperationID(op operation.Operation, viewer tools.Caller) *string {
 	return optional(op.Key.OperationID)
 }
 
-// ReadArgs are the get_operation arguments that name op for viewer: its
-// own operation_id, or the public handle for anyone else's operation.
-func ReadArgs(op operation.Operation, viewer tools.Caller) map[string]string {
-	if id := OwnOperationID(op, viewer); id != nil {
-		return map[string]string{"operation_id": *id}
-	}
+// ReadArgs are the get_operation arguments that name op: its handle, for
+// every viewer. An operation_id names one operation per write tool it was
+// used with (get_operation refuses it when it names several), and another
+// client's or tenant's operation_id is never shown; the handle names one
+// operation and reveals neither.
+func ReadArgs(op operation.Operation) map[string]string {
 	return map[string]string{"handle": op.Handle}
 }
 
-// NextAction is what viewer, holding op, should do next. It never tells a
+// NextAction is what a caller holding op should do next. It never tells a
 // caller to send the write again: a new intent needs a new operation_id,
 // and only the reconciler re-sends an existing one. Its arguments name op
-// by ReadArgs, so they reveal no other client's or tenant's operation_id.
-func NextAction(op operation.Operation, viewer tools.Caller) tools.NextAction {
-	readArgs := ReadArgs(op, viewer)
+// by ReadArgs.
+func NextAction(op operation.Operation) tools.NextAction {
+	readArgs := ReadArgs(op)
 	switch op.State {
 	case operation.StatePending:
 		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,

@@ -131,7 +131,7 @@ func TestUnknownPacketSaysSoAndBlocksDependents(t *testing.T) {
 	assert.Equal(t, true, m["dependent_actions_blocked"])
 	assert.Equal(t, false, m["retry_allowed"])
 	assert.Equal(t, packet.ToolGetOperation, p.NextAction.Tool)
-	assert.Equal(t, map[string]string{"operation_id": "deploy-ticket-payments-8bc911d"}, p.NextAction.Arguments)
+	assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments)
 	assert.Contains(t, p.NextAction.Hint, "do not send the write again")
 }
 
@@ -167,7 +167,7 @@ func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
 	op := exampleOp(t)
 	for _, s := range operation.AllStates() {
 		op.State = s
-		next := packet.NextAction(op, owner)
+		next := packet.NextAction(op)
 		assert.NotEmpty(t, next.Hint, s)
 		assert.NotEqual(t, op.Key.Tool, next.Tool, "%s: the next action is never the write itself", s)
 		assert.False(t, packet.Build(op, owner).RetryAllowed)
@@ -198,6 +198,22 @@ func TestPacketHidesAnotherClientsOrTenantsOperationID(t *testing.T) {
 
 	own := marshal(t, packet.Build(op, owner))
 	assert.Equal(t, "deploy-ticket-payments-8bc911d", own["operation_id"])
+}
+
+// An operation_id names one operation per write tool it was used with, so
+// a next step that named the caller's own operation by it could lead to
+// another write's operation, or to get_operation's refusal of the
+// ambiguous id. The handle names exactly one.
+func TestANextStepNamesItsOperationByHandle(t *testing.T) {
+	op := exampleOp(t)
+	for _, s := range operation.AllStates() {
+		op.State = s
+		p := packet.Build(op, owner)
+		if p.NextAction.Tool == packet.ToolGetOperation {
+			assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments, s)
+		}
+	}
+	assert.Equal(t, map[string]string{"handle": op.Handle}, packet.ReadArgs(op))
 }
 
 // A stale dispatcher's evidence of a second ticket reaches an operation

@@ -91,7 +91,7 @@ func resolvedBy(op operation.Operation, caller tools.Caller) bool {
 func refusal(caller tools.Caller, op operation.Operation, format string, args ...any) *tools.Failure {
 	next := &tools.NextAction{
 		Tool:      packet.ToolGetOperation,
-		Arguments: packet.ReadArgs(op, caller),
+		Arguments: packet.ReadArgs(op),
 		Hint:      "read the operation's review packet; approve only once it is SUCCEEDED with a receipt",
 	}
 	return tools.Fail(tools.CodePreconditionFailed, false, next, format, args...)

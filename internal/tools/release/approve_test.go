@@ -61,7 +61,7 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 			assert.False(t, fail.RetryAllowed)
 			require.NotNil(t, fail.Next)
 			assert.Equal(t, packet.ToolGetOperation, fail.Next.Tool)
-			assert.Equal(t, map[string]string{"operation_id": tc.op.Key.OperationID}, fail.Next.Arguments)
+			assert.Equal(t, map[string]string{"handle": tc.op.Handle}, fail.Next.Arguments)
 		})
 	}
 

@@ -42,10 +42,10 @@ func NewResult(caller tools.Caller, sub tools.Submission) Result {
 		// another client's or tenant's; OwnOperationID decides either way,
 		// so a foreign operation_id can never be shown.
 		OperationID: packet.OwnOperationID(op, caller),
-		NextAction:  packet.NextAction(op, caller),
+		NextAction:  packet.NextAction(op),
 	}
 	if sub.Deduplicated {
-		r.NextAction = dedupNext(op, packet.ReadArgs(op, caller))
+		r.NextAction = dedupNext(op, packet.ReadArgs(op))
 	}
 	return r
 }
