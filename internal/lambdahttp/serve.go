@@ -88,6 +88,13 @@ func LocalHandler(h http.Handler, opts Options) http.Handler {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, opts.LocalTimeout)
 			defer cancel()
+			// The body is read under the same deadline: a client that sends
+			// its headers and withholds the body would otherwise hold the
+			// request and its connection for as long as it likes (under
+			// Lambda, API Gateway has the whole body before the invoke).
+			// Not every connection supports it (HTTP/2): the context's
+			// deadline then still ends the work.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(opts.LocalTimeout))
 		}
 		r = r.WithContext(ctx)
 		if r.Header.Get(requestid.Header) == "" {
