@@ -15,6 +15,7 @@ import (
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -222,7 +223,11 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 	// kept by one would be lost to this instance for good.
 	sub, err := func() (tools.Submission, error) {
 		defer done()
-		return g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey)
+		// A key is bound only to a holder the caller may see: one it may
+		// not see is refused below (heldByInvisible), and a refused key
+		// stays free, so a retry once the fact is free again is sent.
+		mayAnswerWith := store.BindOnlyTo(func(holder operation.Operation) bool { return g.visibility.CanSee(c, holder.Owner()) })
+		return g.cfg.Executor.Submit(ctx, family, c, call.Arguments, call.IdempotencyKey, mayAnswerWith)
 	}()
 	if sub.Operation.Handle == "" {
 		if sub.Key != (operation.RequestKey{}) {

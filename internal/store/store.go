@@ -83,6 +83,27 @@ type InsertResult struct {
 	// bound to Operation, another key's operation. Replay and Conflict then
 	// compare with the digest the key was first answered for.
 	Bound bool
+	// Unbound (BusinessKeyHeld only): the holder was one the caller may not
+	// be answered with (BindOnlyTo), so the key was left free.
+	Unbound bool
+}
+
+// InsertOption is an optional rule of one insert.
+type InsertOption func(*insertOptions)
+
+type insertOptions struct {
+	bindable func(holder operation.Operation) bool
+}
+
+// BindOnlyTo binds the request key to the holder of its business key only
+// where bindable says so. A caller that may not see the holder is refused,
+// not answered with it, and a refused key stays free like any other
+// refused call's: bound, it would be refused for as long as the binding
+// lasts, even once the holder has failed and the fact is free again. The
+// answer is then BusinessKeyHeld with Unbound set. Without it every holder
+// is bound to.
+func BindOnlyTo(bindable func(holder operation.Operation) bool) InsertOption {
+	return func(o *insertOptions) { o.bindable = bindable }
 }
 
 // InsertKind enumerates the insert outcomes.
@@ -120,7 +141,11 @@ func (k InsertKind) String() string {
 // A key answered by deduplication is bound to the holder it was answered
 // with (see bind), so its later use gives the same answer or a conflict,
 // never a fresh operation, even once the holder has FAILED.
-func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (InsertResult, error) {
+func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation, opts ...InsertOption) (InsertResult, error) {
+	var o insertOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := (operation.Intent{Key: op.Key, BusinessKey: op.BusinessKey, RequestDigest: op.RequestDigest, EndUserID: op.EndUserID, TenantID: op.TenantID}).Validate(); err != nil {
 		return InsertResult{}, fmt.Errorf("insert: %w", err)
 	}
@@ -177,7 +202,7 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 		var mismatch *types.IdempotentParameterMismatchException
 		switch {
 		case errors.As(err, &cancelled):
-			res, retry, derr := s.decodeInsertCancel(ctx, op, nonce, cancelled.CancellationReasons)
+			res, retry, derr := s.decodeInsertCancel(ctx, op, nonce, cancelled.CancellationReasons, o)
 			if retry && attempt < s.cfg.ConflictRetries {
 				if werr := backoff(ctx, attempt); werr != nil {
 					return InsertResult{}, fmt.Errorf("%w: %w", ErrNotWritten, werr)
@@ -203,7 +228,7 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation) (Ins
 // decodeInsertCancel reads the per-item reasons: [operation, business key].
 // retry is true when the cancellation says nothing final: a concurrent
 // transaction, or a business key released by a FAILED holder meanwhile.
-func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, nonce string, reasons []types.CancellationReason) (res InsertResult, retry bool, err error) {
+func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, nonce string, reasons []types.CancellationReason, o insertOptions) (res InsertResult, retry bool, err error) {
 	if len(reasons) != 2 {
 		return InsertResult{}, false, fmt.Errorf("insert %s: engine returned %d cancellation reasons, want 2", op.Handle, len(reasons))
 	}
@@ -245,6 +270,9 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 			// ours: the fact is free again, so the insert is tried anew
 			// rather than binding this key to a proven non-effect.
 			return InsertResult{}, true, fmt.Errorf("insert %s: business key released by a failed holder meanwhile", op.Handle)
+		}
+		if o.bindable != nil && !o.bindable(holder) {
+			return InsertResult{Kind: BusinessKeyHeld, Operation: holder, Unbound: true}, false, nil
 		}
 		res, err := s.bind(ctx, op, holder, nonce)
 		return res, false, err

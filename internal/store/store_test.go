@@ -486,6 +486,39 @@ func TestKeysDeduplicatedOntoOneHolderAtOnceAreEachBoundToIt(t *testing.T) {
 	assert.Equal(t, 2+n, f.itemCount(t))
 }
 
+// A key whose caller may not be answered with the holder is refused, not
+// answered, and stays free: no binding is written, and once the holder has
+// failed (the fact free again) the same key inserts its own operation.
+func TestAKeyIsNotBoundToAHolderItMayNotBeAnsweredWith(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728012|standard|g1"
+	holder := newOp(t, "client-a", "op-holder-0003", bk, "r")
+	f.insert(t, holder)
+	never := store.BindOnlyTo(func(operation.Operation) bool { return false })
+	refused := newOp(t, "client-b", "op-refused-001", bk, "r")
+	res, err := f.st.InsertIfAbsent(ctx, refused, never)
+	require.NoError(t, err)
+	assert.Equal(t, store.BusinessKeyHeld, res.Kind)
+	assert.True(t, res.Unbound)
+	assert.Equal(t, holder.Handle, res.Operation.Handle)
+	assert.Empty(t, f.rawItem(t, "op#"+refused.Handle), "no binding is written for a refused key")
+
+	_, err = f.st.Transition(ctx, holder, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second), Detail: "rejected"})
+	require.NoError(t, err)
+	res, err = f.st.InsertIfAbsent(ctx, refused, never)
+	require.NoError(t, err)
+	assert.Equal(t, store.Inserted, res.Kind, "the fact is free again and the key was never bound")
+
+	// Without the rule, a held fact binds the key, as before.
+	other := newOp(t, "client-c", "op-bound-0001", bk, "r")
+	res, err = f.st.InsertIfAbsent(ctx, other)
+	require.NoError(t, err)
+	assert.Equal(t, store.BusinessKeyHeld, res.Kind)
+	assert.False(t, res.Unbound)
+	assert.NotEmpty(t, f.rawItem(t, "op#"+other.Handle))
+}
+
 func TestOneKeyRacingWithTwoDigestsWhileTheFactIsHeldIsBoundToOne(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

@@ -162,9 +162,10 @@ type Submission struct {
 
 // Submit runs one write call: domain validation, authorization, keys,
 // durable intent, dispatch, classification. headerKey is the
-// Idempotency-Key header, if any. A *Failure is a business outcome; any
-// other error is a fault of this server.
-func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, args json.RawMessage, headerKey string) (Submission, error) {
+// Idempotency-Key header, if any; opts are the insert's (the gateway binds
+// a key only to a holder the caller may see: store.BindOnlyTo). A *Failure
+// is a business outcome; any other error is a fault of this server.
+func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, args json.RawMessage, headerKey string, opts ...store.InsertOption) (Submission, error) {
 	p, err := tool.Prepare(ctx, caller, args)
 	if err != nil {
 		return Submission{}, err
@@ -209,7 +210,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 			"no time left to record the operation; nothing was recorded or sent; retry with the same operation_id")
 	}
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
-	res, err := e.cfg.Store.InsertIfAbsent(sctx, op)
+	res, err := e.cfg.Store.InsertIfAbsent(sctx, op, opts...)
 	cancel()
 	if err != nil {
 		f, mayExist := insertFailure(opID, err)
