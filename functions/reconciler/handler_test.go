@@ -123,7 +123,7 @@ func invokeStream(t *testing.T, h harness, payload json.RawMessage) events.Dynam
 func TestStreamUnknownSampleConvergesToSucceeded(t *testing.T) {
 	h := newHarness(t)
 	op := h.submitUnknown(t, "op-sample-0001", "O20260728001")
-	require.Equal(t, "op_4pifogvsib3nooeom5lg2525em", op.Handle, "the sample names this operation")
+	require.Equal(t, "op_jbgeggtiky5s6ftvdgsvmfwr7u", op.Handle, "the sample names this operation")
 
 	// Past the settle point: the downstream budget (the latest our wait can
 	// end) plus the settle window.
@@ -288,7 +288,7 @@ func TestScheduledSweepEmitsTheOldestRetryableAgeUnderStage(t *testing.T) {
 // not configured here) is parked by the sweep and counted for the alarm.
 func TestScheduledSweepCountsOperationsNoFamilyCanRun(t *testing.T) {
 	h := newHarness(t)
-	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "op-ticket-0001")
+	key, err := operation.NewRequestKey("claude-code", "team-payments", "dev-alice", "create_deployment_ticket", "op-ticket-0001")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(key.Tool, "dev-alice", map[string]string{"service": "payments-api"})
 	require.NoError(t, err)

@@ -341,8 +341,8 @@ func fillAnswer(c *Call, res *mcp.CallToolResult) {
 }
 
 // handleOf is the handle the server derives for a caller's operation_id.
-func handleOf(clientID, tenantID, tool, opID string) string {
-	k, err := operation.NewRequestKey(clientID, tenantID, tool, opID)
+func handleOf(clientID, tenantID, subject, tool, opID string) string {
+	k, err := operation.NewRequestKey(clientID, tenantID, subject, tool, opID)
 	if err != nil {
 		return ""
 	}

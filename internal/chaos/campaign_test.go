@@ -127,7 +127,7 @@ func TestStoreFaultThrottleAppliesNothing(t *testing.T) {
 
 func newTestOperation(t *testing.T, id string) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey("support-assistant", "M1", toolRisk, "op-"+id)
+	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", toolRisk, "op-"+id)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(toolRisk, "alice", map[string]string{"order_id": id})
 	require.NoError(t, err)

@@ -227,7 +227,7 @@ func checkFirstAnswer(ev Evidence) []Violation {
 	for _, k := range keys {
 		calls := byKey[k]
 		sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
-		own := handleOf(k.client, personaByName[k.persona].Merchant, k.tool, k.opID)
+		own := handleOf(k.client, personaByName[k.persona].Merchant, personaByName[k.persona].Subject, k.tool, k.opID)
 		final := finals[cellKey(k.cell, own)]
 		// A key answered by deduplication is bound to the holder: reading
 		// its handle gives the holder's operation, whose payload is the
@@ -336,14 +336,14 @@ func sameCallArgs(a, b map[string]any) bool {
 }
 
 // scopeKey is a request key as the server scopes it: the operation_id
-// per client, tenant and tool, read from the history alone (not from the
-// server's key code, which a fault in the scope would bend too).
+// per client, tenant, end user and tool, read from the history alone (not
+// from the server's key code, which a fault in the scope would bend too).
 type scopeKey struct {
-	cell                       int
-	client, tenant, tool, opID string
+	cell                                int
+	client, tenant, subject, tool, opID string
 }
 
-func (k scopeKey) handle() string { return handleOf(k.client, k.tenant, k.tool, k.opID) }
+func (k scopeKey) handle() string { return handleOf(k.client, k.tenant, k.subject, k.tool, k.opID) }
 
 // scopeOf is a write call's key; ok is false for calls without one.
 func scopeOf(c Call) (scopeKey, bool) {
@@ -351,11 +351,12 @@ func scopeOf(c Call) (scopeKey, bool) {
 	if !known || c.OperationID == "" || (c.Tool != toolRisk && c.Tool != toolTicket) {
 		return scopeKey{}, false
 	}
-	return scopeKey{c.Cell, p.ClientID, p.Merchant, c.Tool, c.OperationID}, true
+	return scopeKey{c.Cell, p.ClientID, p.Merchant, p.Subject, c.Tool, c.OperationID}, true
 }
 
 // unjustifiedConflict is an IDEMPOTENCY_CONFLICT its key never earned;
-// others are the tenants whose calls with the same client, tool and
+// others are the tenants of the other scopes (another tenant, or another
+// user of the same one) whose calls with the same client, tool and
 // operation_id, and other arguments, had started (what it leaks).
 type unjustifiedConflict struct {
 	call   Call
@@ -397,7 +398,8 @@ func unjustifiedConflicts(calls []Call) []unjustifiedConflict {
 		}
 		u := unjustifiedConflict{call: c, key: k}
 		for _, d := range byID[shared{k.cell, k.client, k.tool, k.opID}] {
-			if t := personaByName[d.Persona].Merchant; t != k.tenant && explains(d, c) && !slices.Contains(u.others, t) {
+			other := personaByName[d.Persona]
+			if t := other.Merchant; (t != k.tenant || other.Subject != k.subject) && explains(d, c) && !slices.Contains(u.others, t) {
 				u.others = append(u.others, t)
 			}
 		}

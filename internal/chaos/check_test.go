@@ -30,7 +30,7 @@ func succeededOp(handle, resource string) operation.Operation {
 }
 
 func cleanEvidence() Evidence {
-	handle := handleOf("support-assistant", "M1", toolRisk, "op-00000001")
+	handle := handleOf("support-assistant", "M1", "alice", toolRisk, "op-00000001")
 	op := succeededOp(handle, "rv-1")
 	return Evidence{
 		Seed: 7,
@@ -191,7 +191,7 @@ func TestCheckerAcceptsOtherArgumentsAnsweredBeforeTheOperationExisted(t *testin
 func boundEvidence() (Evidence, Call) {
 	ev := cleanEvidence()
 	holder := *ev.Ops[0].Final
-	own := handleOf("support-assistant", "M1", toolRisk, "op-00000002")
+	own := handleOf("support-assistant", "M1", "alice", toolRisk, "op-00000002")
 	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: own, Persona: "ALICE", Tenant: "M1", ClientID: "support-assistant",
 		Tool: toolRisk, OperationID: "op-00000002", EffectKey: "risk|O20260728001", Final: &holder})
 	ev.RiskByHandle["0/"+own] = []string{"rv-1"} // the holder's effect, as gather reads it
@@ -233,7 +233,7 @@ func TestCheckerFlagsABoundKeyReusedWithOtherArgumentsThatWasNotAConflict(t *tes
 // reconciler had proven absence and re-sent: two tickets on one target, and
 // the duplicate audit's incident naming the ids it found.
 func ticketIncidentEvidence(named string, duplicates int) Evidence {
-	handle := handleOf("deploy-bot", "T1", toolTicket, "op-00000002")
+	handle := handleOf("deploy-bot", "T1", "dana", toolTicket, "op-00000002")
 	target := map[string]string{"service": "payments-api", "commit": "abc0001", "environment": "staging"}
 	op := operation.Operation{
 		Handle: handle, State: operation.StateEscalated, Outcome: operation.OutcomeIncidentMultipleEffects, Version: 6,
@@ -331,7 +331,7 @@ func TestCheckerFlagsAConflictAnsweredToATenantReusingAnotherTenantsID(t *testin
 
 func TestCheckerAcceptsATenantReusingAnotherTenantsIDAsANewOperation(t *testing.T) {
 	ev := cleanEvidence()
-	handle := handleOf("support-assistant", "M2", toolRisk, "op-00000001")
+	handle := handleOf("support-assistant", "M2", "bob", toolRisk, "op-00000001")
 	op := succeededOp(handle, "rv-2")
 	op.TenantID, op.Payload = "M2", map[string]string{"order_id": "O20260728051", "reason": "manual check"}
 	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: handle, Persona: "BOB", Tenant: "M2", ClientID: "support-assistant",
@@ -420,7 +420,7 @@ func burstEvidence(admitted int) Evidence {
 			Start: t0.Add(time.Duration(k) * time.Millisecond)}
 		if k < admitted {
 			c.End, c.Status, c.Handle, c.ResourceID, c.Deduplicated = t0.Add(400*time.Millisecond), "SUCCEEDED", holder, "rv-1", true
-			b.Holds = append(b.Holds, Hold{Process: "replica-1.0", Handle: handleOf("support-assistant", "M1", toolRisk, id),
+			b.Holds = append(b.Holds, Hold{Process: "replica-1.0", Handle: handleOf("support-assistant", "M1", "alice", toolRisk, id),
 				From: t0.Add(10 * time.Millisecond), To: b.Released})
 		} else {
 			c.End, c.Code, c.IsError, c.RetryAllowed = t0.Add(210*time.Millisecond), "OVERLOADED", true, true

@@ -44,7 +44,7 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		if p.otherIDSrc != "" && at.kind != attemptNewID {
 			id = p.otherIDSrc
 		}
-		handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, id)
+		handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.persona.Subject, p.tool, id)
 		handles.add(handle, p)
 		replica := at.replica
 		for try := 0; try < 3; try++ {
@@ -65,9 +65,9 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		}
 	}
 
-	handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.opID)
+	handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.persona.Subject, p.tool, p.opID)
 	if p.otherIDSrc != "" {
-		handle = handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, p.otherIDSrc)
+		handle = handleOf(p.persona.ClientID, p.persona.Merchant, p.persona.Subject, p.tool, p.otherIDSrc)
 	}
 	replica := p.attempts[0].replica
 	if p.status {
@@ -107,7 +107,7 @@ func (a *agents) burst(ctx context.Context, p plan, handles *handleSet) {
 	held := make([]string, c.cfg.BurstSize)
 	for k := range ids {
 		ids[k] = fmt.Sprintf("%s-burst-%d", p.opID, k)
-		held[k] = handleOf(p.persona.ClientID, p.persona.Merchant, p.tool, ids[k])
+		held[k] = handleOf(p.persona.ClientID, p.persona.Merchant, p.persona.Subject, p.tool, ids[k])
 		handles.add(held[k], p)
 	}
 	hold := newInsertHold(held)

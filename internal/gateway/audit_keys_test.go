@@ -112,7 +112,7 @@ func TestTheReplayOfAKeyBoundToAVisibleOperationNamesTheKey(t *testing.T) {
 // an operator computes from the operation_id a caller reports.
 func refundKeyHash(t *testing.T, s auth.Subject, opID string) string {
 	t.Helper()
-	k, err := operation.NewRequestKey(s.ClientID, s.MerchantID, "issue_refund", opID)
+	k, err := operation.NewRequestKey(s.ClientID, s.MerchantID, s.UserID, "issue_refund", opID)
 	require.NoError(t, err)
 	return obs.OperationHash(k)
 }

@@ -23,7 +23,7 @@ func TestAKeyRefusedForAnInvisibleHolderIsNotBoundToItAfterTheHolderFailed(t *te
 	ctx := context.Background()
 
 	// alice@M1's refund of ch_shared is in flight.
-	key, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", "alice-op-held1")
+	key, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, aliceM1.UserID, "issue_refund", "alice-op-held1")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest("issue_refund", aliceM1.UserID, map[string]string{"charge_id": "ch_shared"})
 	require.NoError(t, err)

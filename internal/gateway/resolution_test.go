@@ -17,7 +17,7 @@ import (
 func (w *visibilityWorld) escalatedRefund(t *testing.T) operation.Operation {
 	t.Helper()
 	ctx := context.Background()
-	key, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, "issue_refund", "alice-escalated-1")
+	key, err := operation.NewRequestKey(aliceM1.ClientID, aliceM1.MerchantID, aliceM1.UserID, "issue_refund", "alice-escalated-1")
 	require.NoError(t, err)
 	target := map[string]string{"charge_id": "ch_escalated"}
 	bk, err := operation.NewBusinessKey("refund", "ch_escalated")

@@ -165,12 +165,14 @@ func TestHashIDIsStableScopedAndShort(t *testing.T) {
 	assert.False(t, isHashID("h:0123456789abcdeg"))
 }
 
-func TestOperationHashIsScopedByClientTenantAndTool(t *testing.T) {
-	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Tool: "request_risk_review", OperationID: "op-00000001"}
-	m2, none, otherTool := m1, m1, m1
-	m2.TenantID, none.TenantID, otherTool.Tool = "M2", "", "create_deployment_ticket"
-	// Golden value, as for HashID: a change breaks correlation with older logs.
-	assert.Equal(t, "h:621abe5df2064f69", OperationHash(m1))
+func TestOperationHashIsScopedByClientTenantSubjectAndTool(t *testing.T) {
+	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Subject: "alice", Tool: "request_risk_review", OperationID: "op-00000001"}
+	m2, none, otherTool, otherUser := m1, m1, m1, m1
+	m2.TenantID, none.TenantID, otherTool.Tool, otherUser.Subject = "M2", "", "create_deployment_ticket", "carol"
+	// Golden value, as for HashID: a change breaks correlation with older
+	// logs (the key scheme k3, which added the subject, was one).
+	assert.Equal(t, "h:bc96264b9f8078b4", OperationHash(m1))
+	assert.NotEqual(t, OperationHash(m1), OperationHash(otherUser), "two users of one tenant on one client are two operations")
 	assert.Equal(t, OperationHash(m1), OperationHash(m1))
 	assert.NotEqual(t, OperationHash(m1), OperationHash(m2), "two tenants on one client and one operation_id are two operations")
 	assert.NotEqual(t, OperationHash(m1), OperationHash(none), "no tenant is a scope of its own")

@@ -23,20 +23,27 @@ const (
 )
 
 // RequestKey is the caller's operation_id scoped by client principal,
-// tenant (merchant or team) and tool, so one client's or one tenant's key
-// never collides with, blocks or reveals another's, even when two tenants
-// share one MCP client.
+// tenant (merchant or team), end user and tool, so one client's, one
+// tenant's or one user's key never collides with, blocks or reveals
+// another's, even when two tenants, or two people of one tenant, share one
+// MCP client.
 type RequestKey struct {
 	ClientID string
 	// TenantID is the caller's tenant from the verified token; empty when
 	// the token names none (that is a scope of its own, not a wildcard).
-	TenantID    string
+	TenantID string
+	// Subject is the end user (the token's subject). The request digest
+	// binds the end user too, so another user's same operation_id could
+	// never be a replay, only a conflict: a key space shared by a tenant's
+	// users would let one block another's key and learn which keys a
+	// colleague has used.
+	Subject     string
 	Tool        string
 	OperationID string
 }
 
-// NewRequestKey validates the four parts and builds the key.
-func NewRequestKey(clientID, tenantID, tool, operationID string) (RequestKey, error) {
+// NewRequestKey validates the five parts and builds the key.
+func NewRequestKey(clientID, tenantID, subject, tool, operationID string) (RequestKey, error) {
 	if err := ValidateOperationID(operationID); err != nil {
 		return RequestKey{}, err
 	}
@@ -48,10 +55,13 @@ func NewRequestKey(clientID, tenantID, tool, operationID string) (RequestKey, er
 			return RequestKey{}, err
 		}
 	}
+	if err := validatePrincipal("end_user_principal", subject); err != nil {
+		return RequestKey{}, err
+	}
 	if err := validateToolName(tool); err != nil {
 		return RequestKey{}, err
 	}
-	return RequestKey{ClientID: clientID, TenantID: tenantID, Tool: tool, OperationID: operationID}, nil
+	return RequestKey{ClientID: clientID, TenantID: tenantID, Subject: subject, Tool: tool, OperationID: operationID}, nil
 }
 
 // ValidateOperationID enforces 8–128 characters of [A-Za-z0-9._:-].
@@ -100,15 +110,16 @@ func validateToolName(tool string) error {
 }
 
 // Scope is the one definition of what an operation_id is scoped by:
-// client principal, tenant and tool, each length-prefixed, so no choice of
-// parts can produce another scope's text. The "k2" prefix names the scheme
-// (client, tenant, tool): a text of the earlier client-and-tool scheme can
-// never equal one of these. Everything that names or correlates a caller's
-// key (the stored key and handle, the audit's operation_hash) derives from
-// it, so none of them can scope the key differently.
+// client principal, tenant, end user and tool, each length-prefixed, so no
+// choice of parts can produce another scope's text. The "k3" prefix names
+// the scheme (client, tenant, subject, tool): a text of the earlier
+// schemes (k2: client, tenant, tool; before it client and tool) can never
+// equal one of these. Everything that names or correlates a caller's key
+// (the stored key and handle, the audit's operation_hash) derives from it,
+// so none of them can scope the key differently.
 func (k RequestKey) Scope() string {
-	return fmt.Sprintf("k2|%d:%s|%d:%s|%d:%s", len(k.ClientID), k.ClientID, len(k.TenantID), k.TenantID,
-		len(k.Tool), k.Tool)
+	return fmt.Sprintf("k3|%d:%s|%d:%s|%d:%s|%d:%s", len(k.ClientID), k.ClientID, len(k.TenantID), k.TenantID,
+		len(k.Subject), k.Subject, len(k.Tool), k.Tool)
 }
 
 // Scoped is the unambiguous text form of the key: the operation_id under

@@ -92,11 +92,14 @@ func New(in Intent, now time.Time, lease time.Duration) (Operation, error) {
 
 // Validate checks an intent before any write.
 func (in Intent) Validate() error {
-	if _, err := NewRequestKey(in.Key.ClientID, in.Key.TenantID, in.Key.Tool, in.Key.OperationID); err != nil {
+	if _, err := NewRequestKey(in.Key.ClientID, in.Key.TenantID, in.Key.Subject, in.Key.Tool, in.Key.OperationID); err != nil {
 		return err
 	}
 	if in.Key.TenantID != in.TenantID {
 		return invalid("tenant", "the request key must be scoped by the intent's own tenant")
+	}
+	if in.Key.Subject != in.EndUserID {
+		return invalid("end_user_principal", "the request key must be scoped by the intent's own end user")
 	}
 	if in.BusinessKey == "" || len(in.BusinessKey) > MaxBusinessKeyLen {
 		return invalid("business_key", fmt.Sprintf("must be 1 to %d bytes", MaxBusinessKeyLen))

@@ -253,14 +253,14 @@ func TestRequestKeyValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := operation.NewRequestKey(tc.client, "M1", tc.tool, tc.id)
+			_, err := operation.NewRequestKey(tc.client, "M1", "alice", tc.tool, tc.id)
 			var ve *operation.ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, tc.field, ve.Field)
 			assert.ErrorIs(t, err, operation.ErrInvalid)
 		})
 	}
-	k, err := operation.NewRequestKey("c1", "M1", "request_risk_review", strings.Repeat("a", 128))
+	k, err := operation.NewRequestKey("c1", "M1", "alice", "request_risk_review", strings.Repeat("a", 128))
 	require.NoError(t, err)
 	assert.NoError(t, operation.ValidateHandle(k.Handle()))
 }
@@ -276,19 +276,26 @@ func TestScopedKeysNeverCollideAcrossClientsOrTools(t *testing.T) {
 	assert.NotContains(t, c.Handle(), "op-00000001", "the handle must not reveal the caller's key")
 }
 
-func TestScopeNamesClientTenantAndToolUnambiguously(t *testing.T) {
-	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Tool: "request_risk_review", OperationID: "op-00000001"}
+func TestScopeNamesClientTenantSubjectAndToolUnambiguously(t *testing.T) {
+	m1 := operation.RequestKey{ClientID: "support-assistant", TenantID: "M1", Subject: "alice", Tool: "request_risk_review", OperationID: "op-00000001"}
 	m2 := m1
 	m2.TenantID = "M2"
 	none := m1
 	none.TenantID = ""
+	carol := m1
+	carol.Subject = "carol"
 	assert.NotEqual(t, m1.Scope(), m2.Scope(), "two tenants on one client are two scopes")
 	assert.NotEqual(t, m1.Scope(), none.Scope(), "no tenant is a scope of its own")
-	assert.NotEqual(t, operation.RequestKey{ClientID: "a|M1", Tool: "t"}.Scope(), operation.RequestKey{ClientID: "a", TenantID: "M1", Tool: "t"}.Scope(),
+	assert.NotEqual(t, m1.Scope(), carol.Scope(), "two users of one tenant on one client are two scopes")
+	assert.NotEqual(t, operation.RequestKey{ClientID: "a|M1", Subject: "s", Tool: "t"}.Scope(), operation.RequestKey{ClientID: "a", TenantID: "M1", Subject: "s", Tool: "t"}.Scope(),
 		"no choice of client and tenant yields another scope's text")
+	assert.NotEqual(t, operation.RequestKey{ClientID: "a", TenantID: "M1|s", Tool: "t"}.Scope(), operation.RequestKey{ClientID: "a", TenantID: "M1", Subject: "s", Tool: "t"}.Scope(),
+		"no choice of tenant and subject yields another scope's text")
 	assert.NotContains(t, m1.Scope(), m1.OperationID, "the scope is what the key is scoped by, not the key")
 	assert.Equal(t, m1.Scope()+"|"+m1.OperationID, m1.Scoped(), "the stored key is the key under its scope")
-	assert.Equal(t, "op_worfizsyuv3ipdthtgwyefuzue", m1.Handle(), "handles (stored items) are what they were")
+	assert.Equal(t, "op_vecgxgq4torrefnrknwrtsm6ci", m1.Handle(), "handles are pinned: another scheme would change every stored item's handle, which needs a migration")
+	_, err := operation.NewRequestKey("support-assistant", "M1", "", "request_risk_review", "op-00000001")
+	assert.ErrorIs(t, err, operation.ErrInvalid, "a key is always some user's")
 }
 
 func TestHandleValidation(t *testing.T) {
@@ -348,7 +355,7 @@ func TestIntentValidation(t *testing.T) {
 
 func intent(t *testing.T) operation.Intent {
 	t.Helper()
-	key, err := operation.NewRequestKey("client-1", "M1", "request_risk_review", "op-00000001")
+	key, err := operation.NewRequestKey("client-1", "M1", "alice", "request_risk_review", "op-00000001")
 	require.NoError(t, err)
 	d, err := operation.RequestDigest(key.Tool, "alice", map[string]string{"order_id": "O1"})
 	require.NoError(t, err)

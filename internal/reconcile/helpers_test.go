@@ -217,7 +217,7 @@ func (f fixture) get(t *testing.T, handle string) operation.Operation {
 // lease from the current fake time.
 func (f fixture) storedOp(t *testing.T, operationID, orderID string, lease time.Duration) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, riskreview.ToolRequest, operationID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, riskreview.ToolRequest, operationID)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(key.Tool, caller.UserID, map[string]string{"order_id": orderID, "reason": "r"})
 	require.NoError(t, err)

@@ -167,7 +167,7 @@ func (f releaseFixture) tickets() int {
 func (f releaseFixture) storedTicketOp(t *testing.T, lease time.Duration) operation.Operation {
 	t.Helper()
 	target := map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}
-	key, err := operation.NewRequestKey(deployer.ClientID, deployer.TenantID, release.ToolCreate, "deploy-payments-stored")
+	key, err := operation.NewRequestKey(deployer.ClientID, deployer.TenantID, deployer.UserID, release.ToolCreate, "deploy-payments-stored")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(release.ToolCreate, deployer.UserID, target)
 	require.NoError(t, err)

@@ -146,7 +146,7 @@ func TestSweepWithoutUnknownReportsZeroAge(t *testing.T) {
 // as an MCP server with that tool switched on would.
 func (f fixture) storedOpOf(t *testing.T, tool, operationID string, lease time.Duration) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, tool, operationID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, tool, operationID)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(tool, caller.UserID, map[string]string{"id": operationID})
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func (f fixture) releaseClient(t *testing.T) *provider.ReleaseClient {
 // configured with its own shard count. Each gets a business key of its own.
 func (f fixture) storedOpIn(t *testing.T, st *store.Store, operationID, orderID string, lease time.Duration) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, riskreview.ToolRequest, operationID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, riskreview.ToolRequest, operationID)
 	require.NoError(t, err)
 	args := map[string]string{"order_id": orderID, "reason": "r", "review_type": riskreview.ReviewType}
 	digest, err := operation.RequestDigest(key.Tool, caller.UserID, args)

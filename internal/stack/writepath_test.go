@@ -91,7 +91,7 @@ func TestForeignOrderIsForbiddenWithNoEffect(t *testing.T) {
 	assert.True(t, isErr)
 	assert.Equal(t, "FORBIDDEN", res["code"])
 	assert.Equal(t, 0, h.Risk.Stats().CreateCalls)
-	key, err := operation.NewRequestKey(persona("BOB").ClientID, persona("BOB").Merchant, riskreview.ToolRequest, "op-forbidden-1")
+	key, err := operation.NewRequestKey(persona("BOB").ClientID, persona("BOB").Merchant, persona("BOB").Subject, riskreview.ToolRequest, "op-forbidden-1")
 	require.NoError(t, err)
 	_, err = h.Apps[0].Store.GetByKey(context.Background(), key)
 	assert.ErrorIs(t, err, store.ErrNotFound, "nothing stored")

@@ -153,7 +153,7 @@ func toItem(op operation.Operation, nonce, dueKey string) (opItem, error) {
 func fromItem(it opItem) (operation.Operation, error) {
 	op := operation.Operation{
 		Handle:      it.Handle,
-		Key:         operation.RequestKey{ClientID: it.ClientID, TenantID: it.TenantID, Tool: it.Tool, OperationID: it.OperationID},
+		Key:         operation.RequestKey{ClientID: it.ClientID, TenantID: it.TenantID, Subject: it.EndUserID, Tool: it.Tool, OperationID: it.OperationID},
 		BusinessKey: it.BusinessKey, RequestDigest: it.RequestDigest,
 		EndUserID: it.EndUserID, TenantID: it.TenantID, Target: it.Target, Payload: it.Payload,
 		State: operation.State(it.State), Outcome: operation.Outcome(it.Outcome), Version: it.Version,

@@ -60,7 +60,7 @@ func (f fixture) insert(t *testing.T, op operation.Operation) {
 
 func newOp(t *testing.T, client, opID, businessKey, reason string) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(client, "M1", "request_risk_review", opID)
+	key, err := operation.NewRequestKey(client, "M1", "alice", "request_risk_review", opID)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(key.Tool, "alice", map[string]string{"order_id": "O20260728001", "reason": reason})
 	require.NoError(t, err)
@@ -438,7 +438,7 @@ func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
 
 func TestGetUnknownHandleIsNotFound(t *testing.T) {
 	f := newFixture(t)
-	key, err := operation.NewRequestKey("client-a", "M1", "request_risk_review", "op-missing-1")
+	key, err := operation.NewRequestKey("client-a", "M1", "alice", "request_risk_review", "op-missing-1")
 	require.NoError(t, err)
 	_, err = f.st.GetByKey(context.Background(), key)
 	require.ErrorIs(t, err, store.ErrNotFound)

@@ -19,7 +19,7 @@ func testIDs(t *testing.T, seed string) tasks.IDs {
 }
 
 func TestTaskIDNamesItsOperationOnEveryInstanceSharingTheKey(t *testing.T) {
-	key, err := operation.NewRequestKey("client-a", "tenant-a", "create_deployment_ticket", "order-00001")
+	key, err := operation.NewRequestKey("client-a", "tenant-a", "alice", "create_deployment_ticket", "order-00001")
 	require.NoError(t, err)
 	id := testIDs(t, "k").For(key.Handle())
 	handle, ok := testIDs(t, "k").Handle(id)
@@ -28,7 +28,7 @@ func TestTaskIDNamesItsOperationOnEveryInstanceSharingTheKey(t *testing.T) {
 }
 
 func TestTaskIDCannotBeDerivedFromAGuessableOperationID(t *testing.T) {
-	key, err := operation.NewRequestKey("client-a", "tenant-a", "create_deployment_ticket", "order-00001")
+	key, err := operation.NewRequestKey("client-a", "tenant-a", "alice", "create_deployment_ticket", "order-00001")
 	require.NoError(t, err)
 	handle := key.Handle()
 	// Someone who knows the handle but not the server key cannot forge the id.

@@ -18,7 +18,7 @@ var t0 = time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 
 func walk(t *testing.T, events ...operation.EventType) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey("client-a", "M1", "scripted_write", "op-00000001")
+	key, err := operation.NewRequestKey("client-a", "M1", "alice", "scripted_write", "op-00000001")
 	require.NoError(t, err)
 	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "scripted|f", RequestDigest: "sha256:" + strings.Repeat("0", 64),
 		EndUserID: "alice", TenantID: "M1", Target: map[string]string{"fact": "f"}, Payload: map[string]string{"fact": "f"}}, t0, 5*time.Second)

@@ -170,7 +170,7 @@ func (v Visibility) candidates(caller Caller, ref Ref) ([]string, error) {
 	}
 	handles := make([]string, 0, len(names))
 	for _, name := range names {
-		key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, name, ref.OperationID)
+		key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, name, ref.OperationID)
 		if err != nil {
 			return nil, Fail(CodeInvalidArgument, false, nil, "%v", err)
 		}

@@ -174,7 +174,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	if err != nil {
 		return Submission{}, err
 	}
-	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, tool.Name(), opID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, tool.Name(), opID)
 	if err != nil {
 		return Submission{}, Fail(CodeInvalidArgument, false, nil, "%v", err)
 	}

@@ -155,7 +155,7 @@ func TestACallAlreadyInsideItsReserveRecordsAndSendsNothing(t *testing.T) {
 func TestNoBudgetLeftAtDispatchMeansProvenUnsent(t *testing.T) {
 	ex, st, clock := newExecutor(t, smallBudget())
 	tool := &scripted{}
-	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000001")
+	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, tool.Name(), "op-00000001")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(tool.Name(), alice.UserID, map[string]string{"fact": "f1"})
 	require.NoError(t, err)
@@ -232,7 +232,7 @@ func TestDigestConflictIsRefusedWithoutDispatch(t *testing.T) {
 func TestARefusalAfterTheKeyIsFormedComesBackWithTheKey(t *testing.T) {
 	ex, st, _ := newExecutor(t, smallBudget())
 	tool := &scripted{}
-	want, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000001")
+	want, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, tool.Name(), "op-00000001")
 	require.NoError(t, err)
 
 	t.Run("no time left before the insert", func(t *testing.T) {
@@ -265,7 +265,7 @@ func TestARefusalAfterTheKeyIsFormedComesBackWithTheKey(t *testing.T) {
 	t.Run("an intent the operation refuses", func(t *testing.T) {
 		// A business key over the bound: refused before anything is written.
 		long := strings.Repeat("x", operation.MaxBusinessKeyLen)
-		other, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-00000002")
+		other, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, tool.Name(), "op-00000002")
 		require.NoError(t, err)
 		sub, err := ex.Submit(context.Background(), tool, alice, json.RawMessage(`{"fact":"`+long+`","operation_id":"op-00000002"}`), "")
 		var f *tools.Failure

@@ -80,7 +80,7 @@ func TestARequestThatIsNoReplayKeepsItsAuthorizationRefusalAndRecordsNothing(t *
 	tool.authorize = refusal
 	_, err = ex.Submit(context.Background(), tool, alice, json.RawMessage(`{"fact":"f4","operation_id":"op-fresh-00001"}`), "")
 	require.ErrorIs(t, err, refusal)
-	key, kerr := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), "op-fresh-00001")
+	key, kerr := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, tool.Name(), "op-fresh-00001")
 	require.NoError(t, kerr)
 	_, gerr := st.GetByKey(context.Background(), key)
 	assert.True(t, errors.Is(gerr, store.ErrNotFound), "a refused request records nothing")

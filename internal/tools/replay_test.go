@@ -278,7 +278,7 @@ func TestReplayWaitingWhileTheReconcilerDeclaresTheDispatcherLostReturnsUnknown(
 // attempt would, without dispatching it.
 func insertPending(t *testing.T, ex *tools.Executor, st *store.Store, clock *testclock.Clock, tool tools.WriteTool, opID string) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, tool.Name(), opID)
+	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, tool.Name(), opID)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(tool.Name(), alice.UserID, map[string]string{"fact": "f1"})
 	require.NoError(t, err)

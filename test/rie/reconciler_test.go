@@ -20,8 +20,9 @@ import (
 )
 
 // sampleHandle is the handle stream-unknown.json names: the one derived
-// from client support-assistant, tenant M1 and operation id op-sample-0001.
-const sampleHandle = "op_4pifogvsib3nooeom5lg2525em"
+// from client support-assistant, tenant M1, end user user-8c41e2 and
+// operation id op-sample-0001.
+const sampleHandle = "op_jbgeggtiky5s6ftvdgsvmfwr7u"
 
 // TestReconcilerFunctionUnderEmulatorHandlesStreamAndSchedule runs the real
 // reconciler binary under the emulator with the recorded stream batches and

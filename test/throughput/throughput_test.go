@@ -348,7 +348,7 @@ func timed(n, w int, do func(i int)) time.Duration {
 // intent is a new PENDING operation with keys of its own.
 func intent(t testing.TB, now time.Time, operationID string) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey("bench-client", "M1", riskreview.ToolRequest, operationID)
+	key, err := operation.NewRequestKey("bench-client", "M1", "user", riskreview.ToolRequest, operationID)
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(key.Tool, "user", map[string]string{"order_id": operationID, "reason": "r"})
 	require.NoError(t, err)

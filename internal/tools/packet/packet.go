@@ -109,12 +109,13 @@ func optional(s string) *string {
 }
 
 // OwnOperationID is op's operation_id if it is viewer's own key: the
-// viewer's client and tenant scope it exactly as op's (the same tool's
-// key in the viewer's scope is op's key), else nil. The same client of
-// another tenant is another key space: there the id would name another
-// operation or none, and it is not that tenant's to know.
+// viewer's client, tenant and subject scope it exactly as op's (the same
+// tool's key in the viewer's scope is op's key), else nil. The same client
+// of another tenant, or another user of the same tenant, is another key
+// space: there the id would name another operation or none, and it is not
+// theirs to know.
 func OwnOperationID(op operation.Operation, viewer tools.Caller) *string {
-	mine := operation.RequestKey{ClientID: viewer.ClientID, TenantID: viewer.TenantID, Tool: op.Key.Tool}
+	mine := operation.RequestKey{ClientID: viewer.ClientID, TenantID: viewer.TenantID, Subject: viewer.UserID, Tool: op.Key.Tool}
 	if op.Key.ClientID == "" || mine.Scope() != op.Key.Scope() {
 		return nil
 	}

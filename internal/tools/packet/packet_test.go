@@ -28,7 +28,7 @@ var (
 // exampleOp is a deployment-ticket operation after the client timeout.
 func exampleOp(t *testing.T) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey("claude-code", "team-payments", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
+	key, err := operation.NewRequestKey("claude-code", "team-payments", "dev-alice", "create_deployment_ticket", "deploy-ticket-payments-8bc911d")
 	require.NoError(t, err)
 	target := map[string]string{"service": "payments-api", "commit": "8bc911d0a3c4e5f60718293a4b5c6d7e8f901234", "environment": "production-eu"}
 	digest, err := operation.RequestDigest(key.Tool, "dev-alice", target)

@@ -130,7 +130,7 @@ func requireFailure(t *testing.T, err error, code tools.Code) *tools.Failure {
 // handleOf is the handle a caller's operation_id maps to for this tool.
 func handleOf(t *testing.T, caller tools.Caller, operationID string) string {
 	t.Helper()
-	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, release.ToolCreate, operationID)
+	key, err := operation.NewRequestKey(caller.ClientID, caller.TenantID, caller.UserID, release.ToolCreate, operationID)
 	require.NoError(t, err)
 	return key.Handle()
 }
@@ -159,7 +159,7 @@ func validate(t *testing.T, r *jsonschema.Resolved, v any) error {
 // dispatchAt and left UNKNOWN (response missing) at endAt.
 func unknownOp(t *testing.T, target map[string]string, dispatchAt, endAt time.Time) operation.Operation {
 	t.Helper()
-	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, release.ToolCreate, "deploy-ticket-probe-1")
+	key, err := operation.NewRequestKey(alice.ClientID, alice.TenantID, alice.UserID, release.ToolCreate, "deploy-ticket-probe-1")
 	require.NoError(t, err)
 	digest, err := operation.RequestDigest(release.ToolCreate, alice.UserID, target)
 	require.NoError(t, err)

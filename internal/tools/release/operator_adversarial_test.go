@@ -43,7 +43,7 @@ func TestResolveSucceededDoesNotAcceptAnIDTheProviderNeverNamed(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	family := riskreview.New(brokenDedupeRisk{}, riskreview.DefaultRecovery())
-	key, err := operation.NewRequestKey("support-assistant", "M1", riskreview.ToolRequest, "review-incident-0001")
+	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-incident-0001")
 	require.NoError(t, err)
 	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
 	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
