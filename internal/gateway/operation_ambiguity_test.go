@@ -74,3 +74,39 @@ func TestGetOperationByAnOperationIDUsedWithTwoToolsIsNotAnsweredWithTheWrongOne
 		assert.Equal(t, h, byHandle.StructuredContent.(map[string]any)["handle"])
 	}
 }
+
+// A business key says "at most one live operation per business fact" of
+// one kind of write. Two write tools are two kinds of fact, whatever
+// strings their families derive (here both derive the refund's key): the
+// store keeps each tool's business keys apart. A void of charge ch_9 is
+// not a refund of ch_9: it is sent, never answered with the refund's
+// operation.
+func TestBusinessKeysOfTwoWriteToolsNeverCollide(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund, void := &refundTool{}, voidTool{&refundTool{}}
+	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund, void}, Gate: gate})
+	require.NoError(t, err)
+	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
+	require.NoError(t, err)
+	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
+	}))
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+
+	refunded := call(t, cs, "issue_refund", map[string]any{"charge_id": "ch_9", "operation_id": "refund-ch9-0001"})
+	require.False(t, refunded.IsError, answer(t, refunded))
+	voided := call(t, cs, "void_charge", map[string]any{"charge_id": "ch_9", "operation_id": "void-ch9-0001"})
+	require.False(t, voided.IsError, answer(t, voided))
+	assert.NotEqual(t, refunded.StructuredContent.(map[string]any)["refund_handle"], voided.StructuredContent.(map[string]any)["refund_handle"],
+		"void_charge was answered with issue_refund's operation")
+	assert.Equal(t, int32(1), void.sent.Load(), "the void was never sent: deduplicated onto another tool's operation")
+}

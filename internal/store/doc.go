@@ -8,7 +8,7 @@
 // Items:
 //
 //	op#<handle>        the operation (state, version, journal, evidence)
-//	bk#<business key>  the claim on a business fact: operation_pk names the holder
+//	bk#<tool>|<business key>  the claim on a business fact of one tool: operation_pk names the holder
 //
 // The sparse index "due" (gsi1pk = "due", gsi1sk = due time) holds only
 // operations the reconciler must look at (PENDING leases, UNKNOWN,

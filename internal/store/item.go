@@ -30,7 +30,13 @@ const (
 )
 
 func opPK(handle string) string { return opPrefix + handle }
-func bkPK(key string) string    { return bkPrefix + key }
+
+// bkPK is a business key's item, scoped by the tool whose operations it
+// holds: a business key names a fact of one kind of write, and two tools
+// whose families happened to derive the same text (a void and a refund of
+// one charge) are two facts. A tool name has no '|' (operation's tool
+// alphabet), so the tool and the key cannot be re-split.
+func bkPK(tool, key string) string { return bkPrefix + tool + "|" + key }
 
 func formatTime(t time.Time) string {
 	if t.IsZero() {

@@ -170,7 +170,7 @@ func (s *Store) InsertIfAbsent(ctx context.Context, op operation.Operation, opts
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert: marshal operation: %w", err)
 	}
-	bkAV, err := attributevalue.MarshalMap(bkItem{PK: bkPK(op.BusinessKey), Kind: "business_key", Holder: it.PK, BusinessKey: op.BusinessKey, CreatedAt: it.CreatedAt})
+	bkAV, err := attributevalue.MarshalMap(bkItem{PK: bkPK(op.Key.Tool, op.BusinessKey), Kind: "business_key", Holder: it.PK, BusinessKey: op.BusinessKey, CreatedAt: it.CreatedAt})
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert: marshal business key: %w", err)
 	}
@@ -252,7 +252,7 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 			}
 			holderPK = bk.Holder
 		} else {
-			bk, err := s.getBusinessKey(ctx, op.BusinessKey)
+			bk, err := s.getBusinessKey(ctx, op.Key.Tool, op.BusinessKey)
 			if err != nil {
 				return InsertResult{}, false, fmt.Errorf("insert %s: read business key: %w", op.Handle, err)
 			}
@@ -499,9 +499,9 @@ func decodeOperation(handle string, item map[string]types.AttributeValue) (opera
 	return op, it.InsertNonce, err
 }
 
-func (s *Store) getBusinessKey(ctx context.Context, key string) (bkItem, error) {
+func (s *Store) getBusinessKey(ctx context.Context, tool, key string) (bkItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(key)), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(tool, key)), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return bkItem{}, fmt.Errorf("get business key: %w", err)

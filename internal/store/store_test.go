@@ -212,7 +212,7 @@ func TestFailedReleasesTheBusinessKey(t *testing.T) {
 	failed, err := f.st.Transition(ctx, first, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, failed.State)
-	assert.Empty(t, f.rawItem(t, "bk#"+bk), "business key deleted in the same transaction")
+	assert.Empty(t, f.rawItem(t, "bk#request_risk_review|"+bk), "business key deleted in the same transaction")
 	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "a FAILED operation gets a TTL")
 
 	// The key answered by deduplication keeps that answer.
@@ -237,7 +237,7 @@ func TestSucceededKeepsItsBusinessKeyForever(t *testing.T) {
 	f.insert(t, op)
 	_, err := f.st.Transition(ctx, op, operation.Event{Type: operation.EventCreateSucceeded, At: t0.Add(time.Second)})
 	require.NoError(t, err)
-	bk := f.rawItem(t, "bk#bk|keep")
+	bk := f.rawItem(t, "bk#request_risk_review|bk|keep")
 	require.NotEmpty(t, bk)
 	assert.NotContains(t, bk, "expires_at", "an expired claim would let the same fact be created again")
 	assert.NotContains(t, f.rawItem(t, "op#"+op.Handle), "expires_at")
@@ -294,7 +294,7 @@ func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {
 	op := newOp(t, "client-a", "op-00000001", "bk|conflict", "original reason")
 	f.insert(t, op)
 	before := f.rawItem(t, "op#"+op.Handle)
-	bkBefore := f.rawItem(t, "bk#bk|conflict")
+	bkBefore := f.rawItem(t, "bk#request_risk_review|bk|conflict")
 
 	changed := newOp(t, "client-a", "op-00000001", "bk|conflict", "changed reason")
 	res, err := f.st.InsertIfAbsent(ctx, changed)
@@ -303,7 +303,7 @@ func TestDigestConflictLeavesTheStoredItemUnchanged(t *testing.T) {
 	assert.Equal(t, op.RequestDigest, res.Operation.RequestDigest)
 
 	assert.Equal(t, before, f.rawItem(t, "op#"+op.Handle))
-	assert.Equal(t, bkBefore, f.rawItem(t, "bk#bk|conflict"))
+	assert.Equal(t, bkBefore, f.rawItem(t, "bk#request_risk_review|bk|conflict"))
 	assert.Equal(t, 2, f.itemCount(t))
 }
 
@@ -649,7 +649,7 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, operation.StateEscalated, escalated.State)
 	assert.NotContains(t, f.rawItem(t, "op#"+escalating.Handle), "expires_at", "ESCALATED")
-	assert.NotEmpty(t, f.rawItem(t, "bk#bk|ttl-esc"), "an escalated operation keeps its business key")
+	assert.NotEmpty(t, f.rawItem(t, "bk#request_risk_review|bk|ttl-esc"), "an escalated operation keeps its business key")
 }
 
 // conflicting answers the first `times` requests of action itself, as

@@ -131,7 +131,7 @@ func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current oper
 		return fmt.Errorf("business key condition: %w", err)
 	}
 	bkItem := types.TransactWriteItem{Delete: &types.Delete{
-		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.BusinessKey)),
+		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.Key.Tool, current.BusinessKey)),
 		ConditionExpression:       heldByCurrent.Condition(),
 		ExpressionAttributeNames:  heldByCurrent.Names(),
 		ExpressionAttributeValues: heldByCurrent.Values(),

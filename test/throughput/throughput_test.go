@@ -200,7 +200,7 @@ func TestDynamoDBRequestsPerPath(t *testing.T) {
 	t.Logf("  write left UNKNOWN:             %s", format(unknownWrite))
 	t.Logf("  sweep probing it to SUCCEEDED:  %s", format(resolved))
 	t.Logf("  idle sweep (nothing due):       %s", format(idle))
-	opItem, bkItem := r.itemSize(t, "op#"+got.Handle), r.itemSize(t, "bk#"+got.BusinessKey)
+	opItem, bkItem := r.itemSize(t, "op#"+got.Handle), r.itemSize(t, "bk#"+got.Key.Tool+"|"+got.BusinessKey)
 	t.Logf("item sizes (DynamoDB's size rule, approximate): settled operation %d B, business key %d B", opItem, bkItem)
 
 	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 2}, once, "a write, and the shard count recorded once per process")
