@@ -195,8 +195,13 @@ func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		if tool, ok := taskRequested(ctx); ok && isV1(ctx, req.GetSession()) {
-			return s.callV1(ctx, next, method, req, tool)
+		if isV1(ctx, req.GetSession()) {
+			if tool, task, ok := taskRequested(ctx); ok {
+				if err := checkTaskMetadata(task); err != nil {
+					return nil, err
+				}
+				return s.callV1(ctx, next, method, req, tool)
+			}
 		}
 		// The per-request opt-in is 2026-07-28's: at 2025-11-25 a task is
 		// asked for by "task" (above), and "receivers that do not declare
@@ -228,13 +233,16 @@ func optedIn(meta map[string]any) bool {
 	if !ok {
 		return false
 	}
-	var caps struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
 	data, err := json.Marshal(raw)
-	if err != nil || json.Unmarshal(data, &caps) != nil {
+	if err != nil {
 		return false
 	}
-	_, ok = caps.Extensions[Extension]
+	// By exact member names, as the SDK reads params: "Extensions" is not
+	// "extensions".
+	extensions, ok := mcpserver.ParamsMember(data, "extensions")
+	if !ok {
+		return false
+	}
+	_, ok = mcpserver.ParamsMember(extensions, Extension)
 	return ok
 }

@@ -1,8 +1,11 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -89,16 +92,11 @@ func isV1(ctx context.Context, session mcp.Session) bool {
 // version its _meta names (2026-07-28 clients send one per request) or,
 // naming none, its session's (under the stateless transport from the
 // MCP-Protocol-Version header; the SDK takes an absent one for
-// 2025-03-26). "" if neither is known.
+// 2025-03-26). "" if neither is known. Members are read by their exact
+// names, as the SDK reads them: "_META" names nothing.
 func revision(ctx context.Context, session mcp.Session) string {
-	var params struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
-		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-			s, _ := v.(string)
-			return s
-		}
+	if v, ok := mcpserver.ProtocolVersionMeta(mcpserver.RequestParams(ctx)); ok {
+		return v
 	}
 	ss, ok := session.(*mcp.ServerSession)
 	if !ok || ss == nil {
@@ -110,18 +108,52 @@ func revision(ctx context.Context, session mcp.Session) string {
 	return ""
 }
 
-// taskRequested reports whether the raw tools/call params ask for a task,
-// and the tool named.
-func taskRequested(ctx context.Context) (tool string, ok bool) {
-	var params struct {
-		Name string          `json:"name"`
-		Task json.RawMessage `json:"task"`
-	}
+// taskRequested reports whether the raw tools/call params ask for a task
+// (a "task" member that is not null; "Task" is not one), with the tool
+// named and the member as sent.
+func taskRequested(ctx context.Context) (tool string, task json.RawMessage, ok bool) {
 	raw := mcpserver.RequestParams(ctx)
-	if raw == nil || json.Unmarshal(raw, &params) != nil || len(params.Task) == 0 || string(params.Task) == "null" {
-		return "", false
+	task, ok = mcpserver.ParamsMember(raw, "task")
+	if !ok || string(task) == "null" {
+		return "", nil, false
 	}
-	return params.Name, true
+	if name, ok := mcpserver.ParamsMember(raw, "name"); ok {
+		_ = json.Unmarshal(name, &tool)
+	}
+	return tool, task, true
+}
+
+// checkTaskMetadata refuses a "task" that is not 2025-11-25's TaskMetadata
+// (an object whose ttl, if present, is an integer: the revision's JSON
+// schema), before anything is recorded or sent: a malformed request is
+// not a task request, and not a plain one either.
+func checkTaskMetadata(task json.RawMessage) error {
+	refuse := func(why string) error {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "Invalid params: task must be a TaskMetadata object ({\"ttl\"?: integer milliseconds}); " + why + "; nothing was recorded or sent"}
+	}
+	var members map[string]json.RawMessage
+	if len(task) == 0 || task[0] != '{' || json.Unmarshal(task, &members) != nil {
+		return refuse("it is not an object")
+	}
+	ttl, ok := members["ttl"]
+	if !ok {
+		return nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(ttl))
+	dec.UseNumber()
+	if dec.Decode(&n) != nil || !isInteger(n) {
+		return refuse("its ttl is not an integer")
+	}
+	return nil
+}
+
+// isInteger reports whether n is a JSON number without a fractional part
+// (JSON Schema's integer: 60000 and 6e4 are, 1.5 is not).
+func isInteger(n json.Number) bool {
+	f, err := strconv.ParseFloat(string(n), 64)
+	return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
 }
 
 // callV1 answers a task-augmented 2025-11-25 tools/call: every accepted
