@@ -204,8 +204,9 @@ func TestOlderClientsCallWhoseInsertAnswerWasLostGetsTheTaskOfItsKey(t *testing.
 }
 
 // The same lost answer when the insert never applied: the task says the
-// outcome is unknown and how to learn it; tasks/get then finds no task,
-// and the same key again records and sends the operation once.
+// outcome is unknown and to call again with the same key; it names no
+// operation (tasks/get finds none), and the same key again records and
+// sends the operation once, under the task of that operation.
 func TestOlderClientsCallWhoseInsertNeverAppliedIsToldToRetryWithTheSameKey(t *testing.T) {
 	w := newTaskWorld(t)
 	w.lossy.action = "TransactWriteItems"
@@ -224,8 +225,10 @@ func TestOlderClientsCallWhoseInsertNeverAppliedIsToldToRetryWithTheSameKey(t *t
 
 	w.lossy.action = "Unset"
 	again := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", refundCall("op-lost-unapplied-1", true), false))
-	assert.Equal(t, task["taskId"], again["taskId"], "the key names one task")
+	assert.NotEqual(t, task["taskId"], again["taskId"], "a task id names one operation, and the first named none")
 	assert.Equal(t, "completed", again["status"])
+	got = w.post(t, "2025-11-25", "tasks/get", map[string]any{"taskId": again["taskId"]}, false)
+	require.Nil(t, got["error"], "%v", got)
 	assert.Equal(t, int32(1), w.refund.sent.Load())
 }
 

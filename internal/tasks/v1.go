@@ -176,7 +176,7 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 		return nil, refusedWithoutTask(res)
 	}
 	if sl.sub.Operation.Handle == "" {
-		return s.unknownV1(ctx, s.TaskID(*sl.sub)), nil
+		return s.unknownV1(ctx, sl.sub.Key), nil
 	}
 	op := sl.sub.Operation
 	c, _ := s.cfg.Caller(ctx)
@@ -191,10 +191,15 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 // as the table has it if one read finds the operation, else a working
 // task that says the outcome is unknown and how to learn it (tasks/get
 // then answers "not found" exactly when nothing was recorded).
-func (s *Service) unknownV1(ctx context.Context, taskID string) *CreateTaskResultV1 {
-	if c, op, err := s.find(ctx, taskID); err == nil {
-		if t, err := s.view(c, op, taskID); err == nil {
-			return &CreateTaskResultV1{Task: viewV1(t, op)}
+func (s *Service) unknownV1(ctx context.Context, key operation.RequestKey) *CreateTaskResultV1 {
+	taskID := s.cfg.IDs.For(key.Handle(), time.Time{})
+	if c, ok := s.cfg.Caller(ctx); ok {
+		if op, err := s.lookup(ctx, c, key.Handle()); err == nil {
+			// Recorded: the task of the operation the key resolves to.
+			taskID = s.cfg.IDs.For(key.Handle(), op.CreatedAt)
+			if t, err := s.view(c, op, taskID); err == nil {
+				return &CreateTaskResultV1{Task: viewV1(t, op)}
+			}
 		}
 	}
 	tm := s.timing()
@@ -205,8 +210,8 @@ func (s *Service) unknownV1(ctx context.Context, taskID string) *CreateTaskResul
 	return &CreateTaskResultV1{Task: TaskV1{TaskID: taskID, Status: string(StatusWorking), CreatedAt: now, LastUpdatedAt: now,
 		PollInterval: poll.Milliseconds(),
 		StatusMessage: "the outcome is unknown: the answer to recording this call was lost, so the operation may have been recorded " +
-			"(then the server sends it, once) or not; poll tasks/get: if it answers that the task is not found, nothing was recorded, " +
-			"so call again with the same operation_id (never a new one)"}}
+			"(then the server sends it, once) or not; call again with the same operation_id (never a new one): " +
+			"that records it once, or answers with the operation that was recorded and its task"}}
 }
 
 // refusedWithoutTask turns the tool's refusal into the JSON-RPC error a
@@ -243,34 +248,38 @@ func (s *Service) getV1(ctx context.Context, taskID string) (*TaskResultV1, erro
 }
 
 // cancelV1 is 2025-11-25's tasks/cancel: that revision refuses to cancel a
-// terminal task (-32602) and answers a cancel with the cancelled task. A
-// caller who may not withdraw the operation is told that first, as at
-// 2026-07-28.
+// terminal task (-32602), and its answer to a cancel is the task, which
+// "MUST" be cancelled by then, so a cancel that withdraws nothing is
+// refused too (refusalV1). A caller who may not withdraw the operation is
+// told that first, as at 2026-07-28.
 func (s *Service) cancelV1(ctx context.Context, taskID string) (*TaskResultV1, error) {
 	c, op, err := s.find(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	if err := mayWithdraw(c, op); err != nil {
-		return nil, err
-	}
-	if Final(op) {
+	if _, ok := mayWithdraw(c, op); ok && Final(op) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task is already terminal and cannot be cancelled"}
 	}
-	if err := s.Cancel(ctx, taskID); err != nil {
+	d, err := s.decideCancel(ctx, c, op)
+	if err != nil {
 		return nil, err
+	}
+	if !d.Withdrawn {
+		return nil, refusalV1(d)
 	}
 	return s.getV1(ctx, taskID)
 }
 
-// resultV1 is 2025-11-25's tasks/result: the tool's CallToolResult for the
+// Result is 2025-11-25's tasks/result: the tool's CallToolResult for the
 // operation once the task is terminal (what a replay of the call returns),
 // naming its task. On a task still working it waits, polling the table at
-// the task's own interval, for at most ResultWait: a function cannot hold
-// a request beyond its timeout, so after that it answers an error that
-// says to ask again (or poll tasks/get).
-func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolResult, error) {
-	deadline := time.Now().Add(s.cfg.ResultWait)
+// the task's own interval, for at most ResultWait and never past the
+// request's own budget (its deadline less the reserve to write the
+// answer): a function cannot hold a request beyond its timeout, so after
+// that it answers an error that says to ask again (or poll tasks/get).
+func (s *Service) Result(ctx context.Context, taskID string) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	deadline := start.Add(min(s.cfg.ResultWait, s.cfg.Executor.Budget().Remaining(ctx)))
 	for {
 		c, op, err := s.find(ctx, taskID)
 		if err != nil {
@@ -281,18 +290,22 @@ func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolRes
 			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
 			return res, nil
 		}
-		wait := min(pollInterval(op, s.timing()), time.Until(deadline))
-		if wait <= 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: "the task is still working (" + string(op.State) + ") after waiting " + s.cfg.ResultWait.String() +
-					"; call tasks/result again or poll tasks/get"}
+		pause := min(pollInterval(op, s.timing()), time.Until(deadline))
+		if pause > 0 {
+			timer := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did; call tasks/result again"}
+			case <-timer.C:
+			}
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did; call tasks/result again"}
-		case <-timer.C:
+		// At the end of the wait the answer is written, not another read
+		// started: what is left of the budget is the reserve for it.
+		if time.Until(deadline) <= 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the task is still working (" + string(op.State) + ") after waiting " + time.Since(start).Round(time.Millisecond).String() +
+					"; call tasks/result again or poll tasks/get"}
 		}
 	}
 }
