@@ -333,6 +333,7 @@ func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, err
 	svc, err := tasks.New(tasks.Config{
 		Executor: a.Executor, Tools: writes, IDs: ids, Caller: gateway.CallerFrom,
 		Operator: a.Config.Operator, Retention: a.Config.Retention,
+		Auditor: a.Auditor, Logger: a.Logger,
 	})
 	if err != nil {
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tasks"
 )
 
@@ -111,4 +112,47 @@ func TestTasksUpdateOfAVisibleTaskIsAcknowledged(t *testing.T) {
 	e, _ := w.post(t, "2026-07-28", tasks.MethodUpdate, map[string]any{"taskId": "tsk_x", "inputResponses": map[string]any{}}, true)["error"].(map[string]any)
 	require.NotNil(t, e)
 	assert.Equal(t, float64(-32602), e["code"])
+}
+
+// The Tasks extension, Task Cancellation: "On success, the server MUST
+// acknowledge the request with an empty result ... Cancellation is
+// cooperative: The request signals intent, and the server decides whether
+// and when to honor it. A server is not obligated to actually stop the
+// work; it is only obligated to acknowledge the request", and Error
+// Handling reserves -32602 for an "Invalid or nonexistent taskId". A
+// cancel of a task the caller may see that the server will not honour (the
+// operation is PENDING: it may be on the wire) is acknowledged, withdraws
+// nothing, and says so and why in the acknowledgement's _meta; the task
+// keeps working towards its real outcome.
+func TestACancelTheServerWillNotHonourIsAcknowledgedAndWithdrawsNothing(t *testing.T) {
+	w := newTaskWorld(t)
+	id := w.pendingTask(t, "op-cancel-kept-0001")
+
+	reply := w.post(t, "2026-07-28", tasks.MethodCancel, map[string]any{"taskId": id}, true)
+	require.Nil(t, reply["error"], "a known, visible task is not an invalid or nonexistent taskId: %v", reply)
+	res := reply["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	meta, _ := res["_meta"].(map[string]any)
+	decision, _ := meta[tasks.MetaCancel].(map[string]any)
+	require.NotNil(t, decision, "the acknowledgement says what was decided: %v", res)
+	assert.Equal(t, false, decision["withdrawn"])
+	assert.Equal(t, "PENDING", decision["state"])
+	assert.Contains(t, decision["reason"], "may already have reached the provider")
+	delete(res, "_meta")
+	assert.Equal(t, map[string]any{"resultType": "complete"}, res, "otherwise an empty result")
+
+	got := w.post(t, "2026-07-28", tasks.MethodGet, map[string]any{"taskId": id}, true)
+	require.Nil(t, got["error"], "%v", got)
+	assert.Equal(t, "working", got["result"].(map[string]any)["status"], "nothing was withdrawn")
+	op, err := w.operation(t, "op-cancel-kept-0001")
+	require.NoError(t, err)
+	assert.Equal(t, operation.StatePending, op.State)
+
+	// At 2025-11-25 a cancel's answer is the task, which must be cancelled
+	// by then, so a cancel not honoured stays that revision's -32602.
+	v1 := w.post(t, "2025-11-25", tasks.MethodCancel, map[string]any{"taskId": id}, false)
+	e, _ := v1["error"].(map[string]any)
+	require.NotNil(t, e, "%v", v1)
+	assert.Equal(t, float64(-32602), e["code"])
+	assert.Equal(t, "PENDING", e["data"].(map[string]any)["state"])
 }

@@ -204,8 +204,9 @@ func TestOlderClientsCallWhoseInsertAnswerWasLostGetsTheTaskOfItsKey(t *testing.
 }
 
 // The same lost answer when the insert never applied: the task says the
-// outcome is unknown and how to learn it; tasks/get then finds no task,
-// and the same key again records and sends the operation once.
+// outcome is unknown and to call again with the same key; it names no
+// operation (tasks/get finds none), and the same key again records and
+// sends the operation once, under the task of that operation.
 func TestOlderClientsCallWhoseInsertNeverAppliedIsToldToRetryWithTheSameKey(t *testing.T) {
 	w := newTaskWorld(t)
 	w.lossy.action = "TransactWriteItems"
@@ -224,8 +225,10 @@ func TestOlderClientsCallWhoseInsertNeverAppliedIsToldToRetryWithTheSameKey(t *t
 
 	w.lossy.action = "Unset"
 	again := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", refundCall("op-lost-unapplied-1", true), false))
-	assert.Equal(t, task["taskId"], again["taskId"], "the key names one task")
+	assert.NotEqual(t, task["taskId"], again["taskId"], "a task id names one operation, and the first named none")
 	assert.Equal(t, "completed", again["status"])
+	got = w.post(t, "2025-11-25", "tasks/get", map[string]any{"taskId": again["taskId"]}, false)
+	require.Nil(t, got["error"], "%v", got)
 	assert.Equal(t, int32(1), w.refund.sent.Load())
 }
 
@@ -338,4 +341,62 @@ func TestOlderRevisionsCallCarryingTheOptInIsAnsweredPlainly(t *testing.T) {
 		assert.NotContains(t, res, "taskId", version)
 		assert.Contains(t, res, "structuredContent", "%s: the tool's own result: %v", version, res)
 	}
+}
+
+// 2025-11-25's CallToolRequest.params.task is a TaskMetadata object
+// ({ttl?: integer}). A tools/call whose "task" is anything else (true, a
+// string, a number, an array, an object whose ttl is not a number) is
+// malformed: -32602 before anything is recorded or sent, neither a task
+// nor a plain write.
+func TestOlderClientsMalformedTaskParameterIsRefusedAndNothingIsSent(t *testing.T) {
+	w := newTaskWorld(t)
+	for i, bad := range []any{true, "yes", 0, []any{}, map[string]any{"ttl": "abc"}, map[string]any{"ttl": 1.5}} {
+		opID := "op-bad-task-000" + string(rune('a'+i))
+		p := refundCall(opID, false)
+		p["task"] = bad
+		reply := w.post(t, "2025-11-25", "tools/call", p, false)
+		e, _ := reply["error"].(map[string]any)
+		if assert.NotNil(t, e, "task=%v: %v", bad, reply) {
+			assert.Equal(t, float64(-32602), e["code"], "task=%v: %v", bad, e)
+		}
+		_, err := w.operation(t, opID)
+		assert.Error(t, err, "task=%v: nothing recorded", bad)
+	}
+	assert.Zero(t, w.refund.sent.Load(), "nothing sent")
+
+	// The control: TaskMetadata, with or without ttl, asks for a task.
+	for i, good := range []any{map[string]any{}, map[string]any{"ttl": 60000}, map[string]any{"ttl": 6e4, "other": true}} {
+		p := refundCall("op-good-task-00"+string(rune('a'+i)), false)
+		p["task"] = good
+		createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", p, false))
+	}
+}
+
+// The revision a request is judged at, and whether it asked for a task,
+// are read from the params by the members the SDK serves, whose names are
+// case-sensitive (the SDK decodes params case-sensitively and checks
+// "_meta"'s protocol version against the MCP-Protocol-Version header). A
+// 2025-06-18 request whose params carry "_META" naming 2025-11-25 (a member
+// the SDK ignores, so its header check never runs) is a 2025-06-18
+// request, answered with the tool's own result; a 2025-11-25 call carrying
+// "Task" instead of "task" did not ask for a task.
+func TestAParamsMemberSpelledInAnotherCaseDoesNotChangeTheRequest(t *testing.T) {
+	w := newTaskWorld(t)
+	params := refundCall("op-casefold-0001", true)
+	params["_META"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+	header := http.Header{}
+	header.Set("MCP-Protocol-Version", "2025-06-18")
+	_, r := w.postRPC(t, "tools/call", params, header)
+	require.Nil(t, r["error"], "%v", r)
+	res := r["result"].(map[string]any)
+	assert.NotContains(t, res, "task", "a 2025-06-18 call answered with 2025-11-25's CreateTaskResult: %v", res)
+	assert.Contains(t, res, "structuredContent", "the tool's own result: %v", res)
+
+	params = refundCall("op-casefold-0002", false)
+	params["Task"] = map[string]any{"ttl": 60000}
+	r = w.post(t, "2025-11-25", "tools/call", params, false)
+	require.Nil(t, r["error"], "%v", r)
+	res = r["result"].(map[string]any)
+	assert.NotContains(t, res, "task", "%v", res)
+	assert.Contains(t, res, "structuredContent", "the tool's own result: %v", res)
 }

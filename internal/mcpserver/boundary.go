@@ -50,6 +50,37 @@ func RequestParams(ctx context.Context) json.RawMessage {
 	return nil
 }
 
+// ParamsMember returns the member name of a JSON object (a request's
+// params, or an object inside them) by its exact name, and whether it is
+// there. encoding/json matches struct fields case-insensitively, but the
+// SDK decodes params case-sensitively: a member it does not see ("_META",
+// "Task", "NAME") must not decide anything here either. Of duplicate
+// members the last counts, as for the SDK.
+func ParamsMember(object json.RawMessage, name string) (json.RawMessage, bool) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(object, &members) != nil {
+		return nil, false
+	}
+	v, ok := members[name]
+	return v, ok
+}
+
+// ProtocolVersionMeta is the protocol version a request's params name in
+// their _meta (2026-07-28 requests carry one), read by exact member names;
+// ok is false when they name none. A value that is not a string names "".
+func ProtocolVersionMeta(params json.RawMessage) (version string, ok bool) {
+	meta, ok := ParamsMember(params, "_meta")
+	if !ok {
+		return "", false
+	}
+	raw, ok := ParamsMember(meta, mcp.MetaKeyProtocolVersion)
+	if !ok {
+		return "", false
+	}
+	_ = json.Unmarshal(raw, &version)
+	return version, true
+}
+
 func requestInfoFrom(ctx context.Context) *requestInfo {
 	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
 	return info
@@ -393,13 +424,11 @@ func (b *boundary) unknownTool(req *jsonrpc.Request) (string, bool) {
 	if req.Method != "tools/call" || b.tools == nil {
 		return "", false
 	}
-	var params struct {
-		Name *string `json:"name"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil || params.Name == nil || b.tools[*params.Name] {
+	raw, ok := ParamsMember(req.Params, "name")
+	var name string
+	if !ok || string(raw) == "null" || json.Unmarshal(raw, &name) != nil || b.tools[name] {
 		return "", false
 	}
-	name := *params.Name
 	if len(name) <= maxEchoedToolName {
 		return fmt.Sprintf("%q", name), true
 	}
@@ -427,13 +456,8 @@ const newProtocol = "2026-07-28"
 // the MCP-Protocol-Version header), 200 before.
 func invalidParamsStatus(header http.Header, req *jsonrpc.Request) int {
 	version := header.Get("MCP-Protocol-Version")
-	var params struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	if json.Unmarshal(req.Params, &params) == nil {
-		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
-			version = v
-		}
+	if v, ok := ProtocolVersionMeta(req.Params); ok && v != "" {
+		version = v
 	}
 	if version >= newProtocol {
 		return http.StatusBadRequest

@@ -230,3 +230,31 @@ func TestToolNamesAreOneTo128OfTheSpecsAlphabet(t *testing.T) {
 		assert.False(t, validToolName(name), "%q", name)
 	}
 }
+
+// The SDK decodes params with case-sensitive member names, so what the
+// boundary reads from them itself must be the same members: "NAME" is not
+// the tool's name and "_META" is not _meta. A call whose params carry both
+// "name" and "NAME" runs the tool "name" names (the SDK ignores "NAME"),
+// and an unknown tool's invalid-params status follows the header's
+// revision, not a version named under "_META".
+func TestParamsMembersAreReadByTheirExactNames(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, reviewTool(rec))
+	ctx := testContext(t)
+
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"request_risk_review","NAME":"nope",` +
+		`"arguments":{"order_id":"` + orderID(1) + `","reason":"r"}}}`
+	resp := post(t, ctx, srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, body)
+	require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+	msg := decodeMessages(t, resp)[0]
+	require.Nil(t, msg.Error, "%s", resp.body)
+	assert.Len(t, rec.snapshot(), 1, "the tool the SDK serves ran")
+
+	body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{},` +
+		`"_META":{"` + mcp.MetaKeyProtocolVersion + `":"` + version20260728 + `"}}}`
+	resp = post(t, ctx, srv.URL, http.Header{"MCP-Protocol-Version": {version20250618}}, body)
+	assert.Equal(t, http.StatusOK, resp.status, "a 2025-06-18 request's invalid params are HTTP 200: %s", resp.body)
+	msg = decodeMessages(t, resp)[0]
+	require.NotNil(t, msg.Error, "%s", resp.body)
+	assert.EqualValues(t, -32602, msg.Error.Code)
+}

@@ -46,9 +46,10 @@ func TestAnAbsenceTheProviderMayStillOvertakeCannotBeWithdrawn(t *testing.T) {
 	require.Equal(t, operation.StateRetryable, f.get(t, op.Handle).State)
 
 	ts, ids := f.taskService(t)
-	err = ts.Cancel(ctx, ids.For(op.Handle))
-	require.Error(t, err, "the create may still commit at the provider")
-	assert.Contains(t, err.Error(), "may still")
+	decision, err := ts.Cancel(ctx, ids.For(op.Handle, op.CreatedAt))
+	require.NoError(t, err)
+	assert.False(t, decision.Withdrawn, "the create may still commit at the provider")
+	assert.Contains(t, decision.Reason, "may still")
 	assert.Equal(t, operation.StateRetryable, f.get(t, op.Handle).State, "nothing withdrawn")
 
 	// The held create commits; the order's next request is answered by
@@ -88,7 +89,9 @@ func TestAnAbsencePastTheProvidersPromisedHorizonMayBeWithdrawn(t *testing.T) {
 	ts, err := tasks.New(tasks.Config{Executor: f.disp, Tools: []tools.Published{f.fam}, IDs: ids, Retention: time.Hour,
 		Caller: func(context.Context) (tools.Caller, bool) { return deployer, true }})
 	require.NoError(t, err)
-	require.NoError(t, ts.Cancel(ctx, ids.For(op.Handle)))
+	decision, err := ts.Cancel(ctx, ids.For(op.Handle, op.CreatedAt))
+	require.NoError(t, err)
+	assert.True(t, decision.Withdrawn)
 	assert.Equal(t, operation.StateFailed, f.get(t, op.Handle).State)
 
 	f.base.Advance(5 * time.Minute)

@@ -98,6 +98,23 @@ func decodeTask(t *testing.T, r rpcReply) wireTask {
 	return task
 }
 
+// cancelDecision reads a 2026-07-28 tasks/cancel answer: an empty result
+// acknowledging the cancel, whose _meta says what the server decided
+// (withdrawn, state, reason).
+func cancelDecision(t *testing.T, r rpcReply) map[string]any {
+	t.Helper()
+	require.Nil(t, r.Error, "a cancel of a visible task is acknowledged: %+v", r.Error)
+	var ack struct {
+		ResultType string                    `json:"resultType"`
+		Meta       map[string]map[string]any `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &ack), "%s", r.Result)
+	require.Equal(t, "complete", ack.ResultType)
+	decision := ack.Meta["io.github.intentgate/cancel"]
+	require.NotNil(t, decision, "%s", r.Result)
+	return decision
+}
+
 func getTask(t *testing.T, url, token, taskID string) rpcReply {
 	t.Helper()
 	return rpc(t, url, token, "tasks/get", taskID, map[string]any{"taskId": taskID}, true)
@@ -154,7 +171,7 @@ func TestDroppedResponseIsATaskCompletedOnAnotherReplica(t *testing.T) {
 	assert.Equal(t, "task", task.ResultType)
 	assert.Equal(t, "working", task.Status)
 	assert.Contains(t, task.StatusMessage, "UNKNOWN")
-	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{26}$`, task.TaskID)
+	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{13}_[a-z2-7]{26}$`, task.TaskID)
 	assert.Positive(t, task.PollIntervalMs)
 	assert.Nil(t, task.TTLMs, "an operation in flight is kept without limit")
 
@@ -277,12 +294,13 @@ func unsentReleaseEnv(down downProvider) map[string]string {
 	return env
 }
 
-// Item: a request that may have reached the provider refuses cancellation
-// and says why: while UNKNOWN (an effect may exist), and after an absence
-// the Risk API may still overtake (it deduplicates by our key but promises
-// no commit deadline): the re-send under the same key settles it, with
-// one review.
-func TestATaskThatMayHaveReachedTheProviderCannotBeCancelled(t *testing.T) {
+// Item: a request that may have reached the provider is not withdrawn by a
+// cancel, which is acknowledged (the extension's cancellation is
+// cooperative) and says why: while UNKNOWN (an effect may exist), and
+// after an absence the Risk API may still overtake (it deduplicates by our
+// key but promises no commit deadline): the re-send under the same key
+// settles it, with one review.
+func TestATaskThatMayHaveReachedTheProviderIsNotWithdrawnByACancel(t *testing.T) {
 	clock := newTestClock()
 	h := startStackWith(t, 2, taskKeyEnv, stack.Config{Clock: clock.Now})
 	require.NoError(t, h.Risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateTimeoutBeforeCommit, Times: 1}}}))
@@ -291,9 +309,10 @@ func TestATaskThatMayHaveReachedTheProviderCannotBeCancelled(t *testing.T) {
 		map[string]any{"name": riskreview.ToolRequest, "arguments": reviewArgs("O20260728045", "timeout", "op-task-cancel1")}, true))
 	require.Equal(t, "working", task.Status)
 
-	refused := rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
-	require.NotNil(t, refused.Error, "UNKNOWN may have an effect: not cancellable")
-	assert.Contains(t, refused.Error.Message, "an effect may exist")
+	kept := cancelDecision(t, rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true))
+	assert.Equal(t, false, kept["withdrawn"], "UNKNOWN may have an effect: not withdrawn")
+	assert.Equal(t, "UNKNOWN", kept["state"])
+	assert.Contains(t, kept["reason"], "an effect may exist")
 
 	svc, err := h.Apps[1].Reconciler()
 	require.NoError(t, err)
@@ -303,10 +322,10 @@ func TestATaskThatMayHaveReachedTheProviderCannotBeCancelled(t *testing.T) {
 	retry := decodeTask(t, getTask(t, h.MCPURLs[1], tok, task.TaskID))
 	require.Contains(t, retry.StatusMessage, "RETRYABLE")
 
-	refused = rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true)
-	require.NotNil(t, refused.Error, "the first create may still commit")
-	assert.Equal(t, int64(-32602), refused.Error.Code)
-	assert.Contains(t, refused.Error.Message, "may still commit")
+	kept = cancelDecision(t, rpc(t, h.MCPURLs[1], tok, "tasks/cancel", task.TaskID, map[string]any{"taskId": task.TaskID}, true))
+	assert.Equal(t, false, kept["withdrawn"], "the first create may still commit")
+	assert.Equal(t, "RETRYABLE", kept["state"])
+	assert.Contains(t, kept["reason"], "may still commit")
 
 	for range 3 {
 		clock.Advance(time.Minute)

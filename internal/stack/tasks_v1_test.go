@@ -161,7 +161,7 @@ func TestOlderClientsTaskAugmentedCallCompletesOnAnotherReplica(t *testing.T) {
 	task := callAsTaskV1(t, h.MCPURLs[0], tok, reviewArgs("O20260728036", "dropped", "op-taskv1-drop1"))
 	assert.Equal(t, "working", task.Status)
 	assert.Contains(t, task.StatusMessage, "UNKNOWN")
-	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{26}$`, task.TaskID)
+	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{13}_[a-z2-7]{26}$`, task.TaskID)
 	assert.Positive(t, task.PollInterval)
 	assert.Nil(t, task.TTL, "kept without limit whatever the client asked for: the actual ttl")
 

@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,31 +19,79 @@ func testIDs(t *testing.T, seed string) tasks.IDs {
 	return ids
 }
 
+// created is a creation time with nanoseconds, as the store keeps it.
+var created = time.Date(2026, 7, 28, 10, 31, 8, 123456789, time.UTC)
+
+// opAt is an operation under handle created at at.
+func opAt(handle string, at time.Time) operation.Operation {
+	return operation.Operation{Handle: handle, CreatedAt: at}
+}
+
 func TestTaskIDNamesItsOperationOnEveryInstanceSharingTheKey(t *testing.T) {
 	key, err := operation.NewRequestKey("client-a", "tenant-a", "alice", "create_deployment_ticket", "order-00001")
 	require.NoError(t, err)
-	id := testIDs(t, "k").For(key.Handle())
-	handle, ok := testIDs(t, "k").Handle(id)
+	id := testIDs(t, "k").For(key.Handle(), created)
+	assert.Regexp(t, `^tsk_[a-z2-7]{26}_[a-z2-7]{13}_[a-z2-7]{26}$`, id, "bounded length, strict alphabet")
+	ref, ok := testIDs(t, "k").Parse(id)
 	require.True(t, ok)
-	assert.Equal(t, key.Handle(), handle)
+	assert.Equal(t, key.Handle(), ref.Handle)
+	assert.True(t, ref.Names(opAt(key.Handle(), created)))
+}
+
+// A handle outlives its operation: a FAILED operation expires after the
+// retention, and the same operation_id then records a new operation under
+// the same handle. The task id carries its operation's creation time, so
+// it names that operation and no later one.
+func TestTaskIDNamesOneOperationNotEveryOperationUnderItsHandle(t *testing.T) {
+	key, err := operation.NewRequestKey("client-a", "tenant-a", "alice", "create_deployment_ticket", "order-00001")
+	require.NoError(t, err)
+	ids := testIDs(t, "k")
+	first := ids.For(key.Handle(), created)
+	later := created.Add(time.Hour)
+	second := ids.For(key.Handle(), later)
+	assert.NotEqual(t, first, second, "two operations, two task ids")
+
+	ref, ok := ids.Parse(first)
+	require.True(t, ok)
+	assert.False(t, ref.Names(opAt(key.Handle(), later)), "the expired task does not name the next operation")
+	assert.False(t, ref.Names(opAt(key.Handle(), created.Add(time.Nanosecond))))
+
+	// An id minted for no operation (an insert whose outcome is unknown)
+	// verifies and names none.
+	ref, ok = ids.Parse(ids.For(key.Handle(), time.Time{}))
+	require.True(t, ok)
+	assert.False(t, ref.Names(opAt(key.Handle(), created)))
 }
 
 func TestTaskIDCannotBeDerivedFromAGuessableOperationID(t *testing.T) {
 	key, err := operation.NewRequestKey("client-a", "tenant-a", "alice", "create_deployment_ticket", "order-00001")
 	require.NoError(t, err)
 	handle := key.Handle()
-	// Someone who knows the handle but not the server key cannot forge the id.
-	forged := "tsk_" + strings.TrimPrefix(handle, "op_") + "_" + strings.Repeat("a", 26)
-	_, ok := testIDs(t, "k").Handle(forged)
+	ids := testIDs(t, "k")
+	genuine := ids.For(handle, created)
+	body, stamp := strings.Split(genuine, "_")[1], strings.Split(genuine, "_")[2]
+	// Someone who knows the handle and the creation time but not the
+	// server key cannot forge the id.
+	_, ok := ids.Parse("tsk_" + body + "_" + stamp + "_" + strings.Repeat("a", 26))
 	assert.False(t, ok)
-	_, ok = testIDs(t, "other").Handle(testIDs(t, "k").For(handle))
+	_, ok = testIDs(t, "other").Parse(genuine)
 	assert.False(t, ok, "an id minted under another key must not verify")
+	// Nor move a genuine MAC to another creation time.
+	other := strings.Split(ids.For(handle, created.Add(time.Second)), "_")[2]
+	_, ok = ids.Parse("tsk_" + body + "_" + other + "_" + strings.Split(genuine, "_")[3])
+	assert.False(t, ok)
 }
 
+// Ids of the earlier form (handle and MAC, no creation time) are no longer
+// accepted: they named a handle, not an operation.
 func TestMalformedTaskIDsAreUnknown(t *testing.T) {
 	ids := testIDs(t, "k")
-	for _, id := range []string{"", "tsk_", "op_abc", "tsk_abc_def", "tsk_" + strings.Repeat("a", 26), strings.Repeat("x", 5000)} {
-		_, ok := ids.Handle(id)
+	genuine := ids.For("op_"+strings.Repeat("a", 26), created)
+	for _, id := range []string{"", "tsk_", "op_abc", "tsk_abc_def", "tsk_" + strings.Repeat("a", 26),
+		"tsk_" + strings.Repeat("a", 26) + "_" + strings.Repeat("b", 26), // the earlier form
+		strings.ToUpper(genuine), genuine + "a", genuine[:len(genuine)-1], strings.Replace(genuine, "_", "-", 1),
+		strings.Repeat("x", 5000)} {
+		_, ok := ids.Parse(id)
 		assert.False(t, ok, id)
 	}
 }

@@ -88,10 +88,11 @@ func (s *Service) Install(server *mcp.Server) error {
 		if !optedIn(p.GetMeta()) {
 			return nil, errMissingCap()
 		}
-		if err := s.Cancel(ctx, p.TaskID); err != nil {
+		d, err := s.Cancel(ctx, p.TaskID)
+		if err != nil {
 			return nil, err
 		}
-		return &AckResult{ResultType: "complete"}, nil
+		return cancelAck(d), nil
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
@@ -114,11 +115,34 @@ func (s *Service) Install(server *mcp.Server) error {
 		if rev := revision(ctx, ss); rev != ProtocolV1 {
 			return nil, errUnknownMethod(MethodResult, rev)
 		}
-		return s.resultV1(ctx, p.TaskID)
+		return s.Result(ctx, p.TaskID)
 	}); err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	return nil
+}
+
+// MetaCancel is the _meta member of a 2026-07-28 tasks/cancel
+// acknowledgement that says what the cancel decided: {"withdrawn": bool,
+// "state": the operation's state, "reason": why it was not withdrawn}.
+// The name is ours (a reverse-DNS prefix outside the reserved ones), since
+// the extension's CancelTaskResult is an empty Result whose _meta may
+// carry anything.
+const MetaCancel = "io.github.intentgate/cancel"
+
+// cancelAck is 2026-07-28's answer to every cancel of a task the caller
+// may see, honoured or not: "On success, the server MUST acknowledge the
+// request with an empty result", cancellation is cooperative ("A server is
+// not obligated to actually stop the work"; the task "MAY ultimately reach
+// a terminal status other than cancelled"), and -32602 is for an invalid
+// or nonexistent taskId, which a client reads as the task being gone. What
+// was decided, and why, goes in _meta.
+func cancelAck(d Cancellation) *AckResult {
+	decision := map[string]any{"withdrawn": d.Withdrawn, "state": string(d.State)}
+	if d.Reason != "" {
+		decision["reason"] = d.Reason
+	}
+	return &AckResult{ResultBase: mcp.ResultBase{Meta: mcp.Meta{MetaCancel: decision}}, ResultType: "complete"}
 }
 
 // methodAt reports whether the request is a 2025-11-25 one (v1), or that
@@ -195,8 +219,13 @@ func (s *Service) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		if tool, ok := taskRequested(ctx); ok && isV1(ctx, req.GetSession()) {
-			return s.callV1(ctx, next, method, req, tool)
+		if isV1(ctx, req.GetSession()) {
+			if tool, task, ok := taskRequested(ctx); ok {
+				if err := checkTaskMetadata(task); err != nil {
+					return nil, err
+				}
+				return s.callV1(ctx, next, method, req, tool)
+			}
 		}
 		// The per-request opt-in is 2026-07-28's: at 2025-11-25 a task is
 		// asked for by "task" (above), and "receivers that do not declare
@@ -228,13 +257,16 @@ func optedIn(meta map[string]any) bool {
 	if !ok {
 		return false
 	}
-	var caps struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
 	data, err := json.Marshal(raw)
-	if err != nil || json.Unmarshal(data, &caps) != nil {
+	if err != nil {
 		return false
 	}
-	_, ok = caps.Extensions[Extension]
+	// By exact member names, as the SDK reads params: "Extensions" is not
+	// "extensions".
+	extensions, ok := mcpserver.ParamsMember(data, "extensions")
+	if !ok {
+		return false
+	}
+	_, ok = mcpserver.ParamsMember(extensions, Extension)
 	return ok
 }

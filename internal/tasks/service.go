@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentgate/intentgate/internal/mcpserver"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
@@ -33,8 +36,15 @@ type Config struct {
 	// MinPoll and MaxPoll bound pollIntervalMs. Defaults 1s and 30s.
 	MinPoll, MaxPoll time.Duration
 	// ResultWait bounds how long a 2025-11-25 tasks/result waits for a
-	// working task (default 10s, inside the MCP function's timeout).
+	// working task (default 10s, inside the MCP function's timeout); the
+	// request's own budget bounds it further.
 	ResultWait time.Duration
+	// Auditor records every tasks/cancel decision, withdrawn or not
+	// (optional: no records without it).
+	Auditor *obs.Auditor
+	// Logger records the causes of failures a caller sees only as -32603
+	// (optional).
+	Logger *slog.Logger
 }
 
 // Service answers the Tasks extension from the operation table.
@@ -60,6 +70,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.ResultWait == 0 {
 		cfg.ResultWait = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ResultWait < 0 {
 		return nil, fmt.Errorf("tasks: result wait %s must be positive", cfg.ResultWait)
@@ -104,22 +117,43 @@ func (s *Service) Get(ctx context.Context, taskID string) (Task, error) {
 	return s.view(c, op, taskID)
 }
 
-// Cancel withdraws an operation that can have no effect (RETRYABLE, not yet
-// claimed, operation.EffectRuledOut) by a version-conditioned transition to
-// FAILED: a reconciler claim that wins first makes the cancel stale and it
-// is refused; a cancel that wins first leaves nothing to re-send. Anything
-// the provider may still commit is refused, and so is a caller who may see
-// the operation but does not own it (tools.Owns; operators excepted).
-func (s *Service) Cancel(ctx context.Context, taskID string) error {
+// Cancellation is what a tasks/cancel of a task the caller may see
+// decided.
+type Cancellation struct {
+	// Withdrawn: the operation ended cancelled (by this request or an
+	// earlier one); nothing of it will be sent.
+	Withdrawn bool
+	// State is the operation's state after the decision.
+	State operation.State
+	// Reason says why it was not withdrawn and what to do instead; empty
+	// when Withdrawn.
+	Reason string
+}
+
+// Cancel decides a cancel of the task: it withdraws an operation that can
+// have no effect (RETRYABLE, not yet claimed, operation.EffectRuledOut)
+// by a version-conditioned transition to FAILED, and leaves every other
+// one as it is, saying why. A reconciler claim that wins first makes the
+// cancel stale and it withdraws nothing; a cancel that wins first leaves
+// nothing to re-send. Anything the provider may still commit is kept, and
+// so is the operation of a caller who may see it but does not own it
+// (tools.Owns; operators excepted). Not withdrawing is a decision, not an
+// error: the error is for an unknown task and a store failure. Every
+// decision is audited.
+func (s *Service) Cancel(ctx context.Context, taskID string) (Cancellation, error) {
 	c, op, err := s.find(ctx, taskID)
 	if err != nil {
-		return err
+		return Cancellation{}, err
 	}
-	if err := mayWithdraw(c, op); err != nil {
-		return err
+	return s.decideCancel(ctx, c, op)
+}
+
+func (s *Service) decideCancel(ctx context.Context, c tools.Caller, op operation.Operation) (Cancellation, error) {
+	if why, ok := mayWithdraw(c, op); !ok {
+		return s.decided(ctx, c, op, Cancellation{State: op.State, Reason: why}), nil
 	}
 	if cancelled(op) {
-		return nil
+		return s.decided(ctx, c, op, Cancellation{Withdrawn: true, State: op.State}), nil
 	}
 	actor := c.UserID
 	if actor == "" {
@@ -134,66 +168,106 @@ func (s *Service) Cancel(ctx context.Context, taskID string) error {
 		var stale *store.StaleError
 		switch {
 		case terr == nil:
-			return nil
+			return s.decided(ctx, c, next, Cancellation{Withdrawn: true, State: next.State}), nil
 		case errors.As(terr, &stale):
 			// Someone moved it first: a claim (now possibly in flight),
 			// another cancel, or new evidence.
 			if cancelled(next) {
-				return nil
+				return s.decided(ctx, c, next, Cancellation{Withdrawn: true, State: next.State}), nil
 			}
 			op = next
+		case errors.Is(terr, store.ErrNotWritten) || errors.Is(terr, operation.ErrInvalid) ||
+			errors.Is(terr, operation.ErrIllegalTransition) || errors.Is(terr, operation.ErrJournalFull):
+			s.logFailure(ctx, "tasks/cancel: the withdrawal was not written", terr)
+			return Cancellation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the withdrawal could not be recorded; nothing was cancelled; retry tasks/cancel"}
 		default:
-			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; nothing was cancelled; retry tasks/cancel"}
+			// The write was sent and its answer lost: it may have applied.
+			s.logFailure(ctx, "tasks/cancel: the withdrawal's outcome is unknown", terr)
+			return Cancellation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the outcome of the cancel is unknown: the withdrawal may have been recorded; " +
+					"tasks/get says cancelled if it was; retry tasks/cancel to learn it"}
 		}
 	}
-	return refuseCancel(op)
+	return s.decided(ctx, c, op, Cancellation{State: op.State, Reason: whyNotWithdrawn(op)}), nil
 }
 
 // mayWithdraw refuses a cancel by a caller who may see op but does not own
-// it, whatever op's state: holding a task id that resolves to op (a
-// deduplicated call's own) and seeing op through a grant is not
+// it, whatever op's state, saying why: holding a task id that resolves to
+// op (a deduplicated call's own) and seeing op through a grant is not
 // owning it, and a team granted the same service must not withdraw another
 // team's intent. Operators may.
-func mayWithdraw(c tools.Caller, op operation.Operation) error {
+func mayWithdraw(c tools.Caller, op operation.Operation) (why string, ok bool) {
 	if c.HasRole(tools.RoleOperator) || tools.Owns(c, op.Owner()) {
-		return nil
+		return "", true
 	}
-	return refuseForeignCancel(op)
+	return "only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get", false
 }
 
-// refuseForeignCancel answers a cancel by a caller who may see op but does
-// not own it.
-func refuseForeignCancel(op operation.Operation) error {
-	why := "only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get"
-	data, _ := json.Marshal(map[string]string{"state": string(op.State), "reason": why})
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + why, Data: data}
-}
-
-// refuseCancel explains why op cannot be withdrawn and what to do instead.
-func refuseCancel(op operation.Operation) error {
-	var why string
+// whyNotWithdrawn explains why op cannot be withdrawn and what to do
+// instead.
+func whyNotWithdrawn(op operation.Operation) string {
 	switch op.State {
 	case operation.StateSucceeded:
-		why = "the operation already succeeded (committed and verified); its effect exists"
+		return "the operation already succeeded (committed and verified); its effect exists"
 	case operation.StateFailed:
-		why = "the operation already failed without effect; there is nothing to cancel"
+		return "the operation already failed without effect; there is nothing to cancel"
 	case operation.StateEscalated:
-		why = "an effect may exist and an operator must resolve it; ask the operator, do not resend"
+		return "an effect may exist and an operator must resolve it; ask the operator, do not resend"
 	case operation.StateRetryable:
 		if ids := op.EffectEvidence(); len(ids) > 0 {
-			why = "the provider reported an effect of this operation (" + strings.Join(ids, ", ") + "); " +
+			return "the provider reported an effect of this operation (" + strings.Join(ids, ", ") + "); " +
 				"keep polling tasks/get: the server reconciles it and never sends it twice"
-			break
 		}
-		why = "an earlier request of this operation may still commit at the provider, which promises no deadline for it; " +
+		return "an earlier request of this operation may still commit at the provider, which promises no deadline for it; " +
 			"withdrawing now could leave that effect and let the next request make another. " +
 			"keep polling tasks/get: the server reconciles it and never sends it twice"
 	default:
-		why = "the request may already have reached the provider (" + string(op.State) + "), so an effect may exist; " +
+		return "the request may already have reached the provider (" + string(op.State) + "), so an effect may exist; " +
 			"keep polling tasks/get: the server reconciles it and never sends it twice"
 	}
-	data, _ := json.Marshal(map[string]string{"state": string(op.State), "reason": why})
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + why, Data: data}
+}
+
+// refusalV1 is 2025-11-25's answer to a cancel not honoured: that
+// revision's successful answer is the task, cancelled, so a cancel that
+// withdraws nothing must be an error; -32602 with the state and the reason
+// in data, as it refuses a terminal task.
+func refusalV1(d Cancellation) error {
+	data, _ := json.Marshal(map[string]string{"state": string(d.State), "reason": d.Reason})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task cannot be cancelled: " + d.Reason, Data: data}
+}
+
+// decided audits a cancel decision and returns it. A cancel that withdrew
+// the operation also has its transition record; one that did not has only
+// this, which says why.
+func (s *Service) decided(ctx context.Context, c tools.Caller, op operation.Operation, d Cancellation) Cancellation {
+	if s.cfg.Auditor == nil {
+		return d
+	}
+	rec := obs.AuditRecord{Kind: AuditKindCancel, RequestID: requestid.From(ctx).Request,
+		OperationHash: obs.OperationHash(op.Key), BusinessKey: op.BusinessKey, Tool: op.Key.Tool,
+		ClientPrincipal: c.ClientID, EndUserPrincipal: c.UserID, Tenant: c.TenantID,
+		Status: string(d.State), Event: string(operation.EventClientCancelled), Actor: c.UserID,
+		PolicyDecision: obs.PolicyAllow, Outcome: "withdrawn"}
+	if !d.Withdrawn {
+		rec.PolicyDecision, rec.Outcome, rec.Detail = obs.PolicyDeny, "not_withdrawn", d.Reason
+	}
+	s.cfg.Auditor.Record(ctx, rec)
+	return d
+}
+
+// AuditKindCancel is the audit record kind of a tasks/cancel decision.
+const AuditKindCancel = "task_cancel"
+
+// logFailure records the cause of a failure the caller sees only as
+// -32603.
+func (s *Service) logFailure(ctx context.Context, what string, err error) {
+	var f *tools.Failure
+	if errors.As(err, &f) && f.Cause != nil {
+		err = f.Cause
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tasks: "+what,
+		slog.String("request_id", requestid.From(ctx).Request), slog.String("cause", err.Error()))
 }
 
 // Update acknowledges an update of a task the caller may see and changes
@@ -227,42 +301,59 @@ func (s *Service) Created(ctx context.Context, sub tools.Submission) (*CreateTas
 // own key's handle, which for a call deduplicated onto another key's
 // operation is its binding's, so each key names its own task (the
 // specifications want task ids unique per task) and its result is that
-// call's replay. A binding's handle resolves to its holder wherever an
-// operation is read, so nothing else changes; ids derived from the
-// holder's handle, handed out to deduplicated callers before, still
-// resolve (to the holder's own view).
+// call's replay; and from the creation time of the operation it resolves
+// to, so that it names that operation only. A binding's handle resolves to
+// its holder wherever an operation is read, so nothing else changes. A
+// submission whose insert's outcome is unknown (no operation) gets an id
+// that names none.
 func (s *Service) TaskID(sub tools.Submission) string {
 	if sub.Key == (operation.RequestKey{}) {
-		return s.cfg.IDs.For(sub.Operation.Handle)
+		return s.cfg.IDs.For(sub.Operation.Handle, sub.Operation.CreatedAt)
 	}
-	return s.cfg.IDs.For(sub.Key.Handle())
+	return s.cfg.IDs.For(sub.Key.Handle(), sub.Operation.CreatedAt)
 }
 
 // find reads the operation a task id names, if the caller may see it, by
 // the same rule as get_operation (tools.Visibility over the same write
-// families); every other case is errUnknownTask.
+// families), and if it is the operation the id was minted for (an id whose
+// operation expired does not name the next one under its handle); every
+// other case is errUnknownTask. A forged id costs no read.
 func (s *Service) find(ctx context.Context, taskID string) (tools.Caller, operation.Operation, error) {
 	c, ok := s.cfg.Caller(ctx)
 	if !ok {
 		return c, operation.Operation{}, errUnknownTask()
 	}
-	handle, ok := s.cfg.IDs.Handle(taskID)
+	ref, ok := s.cfg.IDs.Parse(taskID)
 	if !ok {
 		return c, operation.Operation{}, errUnknownTask()
 	}
+	op, err := s.lookup(ctx, c, ref.Handle)
+	if err != nil {
+		return c, operation.Operation{}, err
+	}
+	if !ref.Names(op) {
+		return c, operation.Operation{}, errUnknownTask()
+	}
+	return c, op, nil
+}
+
+// lookup reads the operation handle resolves to, if c may see it and it is
+// one of this service's tools'.
+func (s *Service) lookup(ctx context.Context, c tools.Caller, handle string) (operation.Operation, error) {
 	op, err := s.cfg.Executor.Find(ctx, s.visibility, c, tools.Ref{Handle: handle})
 	var f *tools.Failure
 	switch {
 	case err == nil:
 	case errors.As(err, &f) && f.Code == tools.CodeNotFound:
-		return c, operation.Operation{}, errUnknownTask()
+		return operation.Operation{}, errUnknownTask()
 	default:
-		return c, operation.Operation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; retry shortly"}
+		s.logFailure(ctx, "the operation store could not be read", err)
+		return operation.Operation{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the operation store is unavailable; retry shortly"}
 	}
 	if _, ok := s.tools[op.Key.Tool]; !ok {
-		return c, operation.Operation{}, errUnknownTask()
+		return operation.Operation{}, errUnknownTask()
 	}
-	return c, op, nil
+	return op, nil
 }
 
 func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (Task, error) {
@@ -283,8 +374,8 @@ func (s *Service) view(c tools.Caller, op operation.Operation, taskID string) (T
 // It names no operation_id: the tool shows op's key only to a viewer in
 // the key space that chose it (packet.OwnOperationID).
 func (s *Service) render(c tools.Caller, op operation.Operation, taskID string) *mcp.CallToolResult {
-	handle, _ := s.cfg.IDs.Handle(taskID)
-	sub := tools.Submission{Operation: op, Replayed: true, Deduplicated: handle != op.Handle}
+	ref, _ := s.cfg.IDs.Parse(taskID)
+	sub := tools.Submission{Operation: op, Replayed: true, Deduplicated: ref.Handle != op.Handle}
 	r := s.tools[op.Key.Tool].Render(c, sub)
 	return mcpserver.Result(r.Body, r.IsError)
 }

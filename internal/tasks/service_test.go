@@ -1,22 +1,34 @@
 package tasks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/enginetest"
+	"github.com/intentgate/intentgate/internal/obs"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/provider"
+	"github.com/intentgate/intentgate/internal/requestid"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/testclock"
@@ -84,9 +96,10 @@ func aliceOnRefusedWrites(t *testing.T) (*store.Store, *testclock.Clock, *tools.
 
 // Item: a cancel and a reconciler's claim racing on one RETRYABLE
 // operation: exactly one wins, so a cancelled operation is never re-sent
-// and an acknowledged cancel never hides a send.
+// and a withdrawal never hides a send. A cancel that loses is still
+// answered (acknowledged at 2026-07-28), withdrawing nothing, and says why.
 func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
-	st, clock, ex, ids, svc := aliceOnRefusedWrites(t)
+	st, clock, ex, _, svc := aliceOnRefusedWrites(t)
 
 	const rounds = 6
 	cancels, claims := 0, 0
@@ -95,26 +108,29 @@ func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
 			json.RawMessage(fmt.Sprintf(`{"fact":"f%d","operation_id":"op-race-%05d"}`, i, i)), "")
 		require.NoError(t, err)
 		require.Equal(t, operation.StateRetryable, sub.Operation.State)
+		var decision tasks.Cancellation
 		var cancelErr, claimErr error
 		testsync.Race(2, func(who int) {
 			if who == 0 {
-				cancelErr = svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
+				decision, cancelErr = svc.Cancel(context.Background(), svc.TaskID(sub))
 				return
 			}
 			at := clock.Now().Add(time.Minute)
 			_, claimErr = st.Transition(context.Background(), sub.Operation,
 				operation.Event{Type: operation.EventRetryClaimed, At: at, LeaseUntil: at.Add(time.Minute)})
 		})
-		assert.True(t, (cancelErr == nil) != (claimErr == nil), "round %d: cancel %v, claim %v", i, cancelErr, claimErr)
+		require.NoError(t, cancelErr, "round %d: a visible task's cancel is decided, never an error", i)
+		assert.True(t, decision.Withdrawn != (claimErr == nil), "round %d: withdrawn %v, claim %v", i, decision.Withdrawn, claimErr)
 		stored, err := st.Get(context.Background(), sub.Operation.Handle)
 		require.NoError(t, err)
-		if cancelErr == nil {
+		if decision.Withdrawn {
 			cancels++
 			assert.Equal(t, operation.StateFailed, stored.State)
 		} else {
 			claims++
-			assert.Equal(t, operation.StatePending, stored.State)
-			assert.Contains(t, cancelErr.Error(), "an effect may exist")
+			assert.Equal(t, operation.StatePending, stored.State, "the claim won: the operation is being sent, not withdrawn")
+			assert.Equal(t, operation.StatePending, decision.State)
+			assert.Contains(t, decision.Reason, "an effect may exist")
 		}
 	}
 	t.Logf("cancel won %d, claim won %d of %d rounds", cancels, claims, rounds)
@@ -123,7 +139,9 @@ func TestCancelRacingAReconcilerClaimHasExactlyOneWinner(t *testing.T) {
 	// that read the operation before it cannot claim it afterwards.
 	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"late","operation_id":"op-race-late1"}`), "")
 	require.NoError(t, err)
-	require.NoError(t, svc.Cancel(context.Background(), ids.For(sub.Operation.Handle)))
+	decision, err := svc.Cancel(context.Background(), svc.TaskID(sub))
+	require.NoError(t, err)
+	require.True(t, decision.Withdrawn)
 	at := clock.Now().Add(time.Minute)
 	_, err = st.Transition(context.Background(), sub.Operation,
 		operation.Event{Type: operation.EventRetryClaimed, At: at, LeaseUntil: at.Add(time.Minute)})
@@ -147,8 +165,8 @@ func TestCancelOfAnUnknownOrForeignTaskIsTheSameError(t *testing.T) {
 	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: ids, Retention: time.Hour,
 		Caller: func(context.Context) (tools.Caller, bool) { return bob, true }})
 	require.NoError(t, err)
-	foreign := svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
-	unknown := svc.Cancel(context.Background(), ids.For("op_"+"aaaaaaaaaaaaaaaaaaaaaaaaaa"))
+	_, foreign := svc.Cancel(context.Background(), svc.TaskID(sub))
+	_, unknown := svc.Cancel(context.Background(), ids.For("op_"+"aaaaaaaaaaaaaaaaaaaaaaaaaa", sub.Operation.CreatedAt))
 	require.Error(t, foreign)
 	assert.Equal(t, unknown, foreign)
 	stored, err := st.Get(context.Background(), sub.Operation.Handle)
@@ -165,8 +183,8 @@ func (grantedWrite) Covers(c tools.Caller, owner operation.Owner) bool {
 }
 
 // cancelAs submits one RETRYABLE operation as alice and cancels its task as
-// who, returning the cancel's error and the stored operation after it.
-func cancelAs(t *testing.T, who tools.Caller) (operation.Operation, error) {
+// who, returning the stored operation after it and the cancel's decision.
+func cancelAs(t *testing.T, who tools.Caller) (operation.Operation, tasks.Cancellation) {
 	t.Helper()
 	st := engine.NewStore(t)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st,
@@ -180,28 +198,24 @@ func cancelAs(t *testing.T, who tools.Caller) (operation.Operation, error) {
 	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{family}, IDs: ids, Retention: time.Hour,
 		Caller: func(context.Context) (tools.Caller, bool) { return who, true }})
 	require.NoError(t, err)
-	task, err := svc.Get(context.Background(), ids.For(sub.Operation.Handle))
+	task, err := svc.Get(context.Background(), svc.TaskID(sub))
 	require.NoError(t, err, "%s sees the task", who.UserID)
 	require.NotEmpty(t, task.TaskID)
-	cancelErr := svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
+	decision, err := svc.Cancel(context.Background(), svc.TaskID(sub))
+	require.NoError(t, err, "a visible task's cancel is decided, never an error")
 	stored, err := st.Get(context.Background(), sub.Operation.Handle)
 	require.NoError(t, err)
-	return stored, cancelErr
+	return stored, decision
 }
 
 // Seeing an operation through a grant is not owning it: a colleague in the
-// same tenant may poll alice's task but not withdraw alice's intent, and is
-// told why rather than "not found".
-func TestACancelByAColleagueWhoSeesTheTaskThroughAGrantIsRefused(t *testing.T) {
+// same tenant may poll alice's task but not withdraw alice's intent. The
+// cancel withdraws nothing and says why, rather than "not found".
+func TestACancelByAColleagueWhoSeesTheTaskThroughAGrantWithdrawsNothing(t *testing.T) {
 	carol := tools.Caller{ClientID: "client-a", UserID: "carol", TenantID: "M1"}
-	stored, err := cancelAs(t, carol)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "only the end user who requested the operation, or an operator, may withdraw it")
-	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr)
-	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code, "a refusal of this request, not a server failure")
-	assert.JSONEq(t, `{"state":"RETRYABLE","reason":"only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get"}`,
-		string(rpcErr.Data))
+	stored, decision := cancelAs(t, carol)
+	assert.Equal(t, tasks.Cancellation{State: operation.StateRetryable,
+		Reason: "only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get"}, decision)
 	assert.Equal(t, operation.StateRetryable, stored.State, "nothing changed; the reconciler will still send it")
 }
 
@@ -209,8 +223,8 @@ func TestACancelByAColleagueWhoSeesTheTaskThroughAGrantIsRefused(t *testing.T) {
 // the operator as the one who did.
 func TestAnOperatorMayWithdrawAnotherUsersUnsentOperation(t *testing.T) {
 	olga := tools.Caller{ClientID: "ops-console", UserID: "op-olga", TenantID: "sre", Roles: []string{tools.RoleOperator}}
-	stored, err := cancelAs(t, olga)
-	require.NoError(t, err)
+	stored, decision := cancelAs(t, olga)
+	assert.True(t, decision.Withdrawn)
 	assert.Equal(t, operation.StateFailed, stored.State)
 	last := stored.Journal[len(stored.Journal)-1]
 	assert.Equal(t, operation.EventClientCancelled, last.Type)
@@ -219,9 +233,10 @@ func TestAnOperatorMayWithdrawAnotherUsersUnsentOperation(t *testing.T) {
 
 // A stale dispatcher's evidence of an effect, journalled on an operation
 // whose only dispatch was refused, makes it no longer proven unsent: the
-// withdrawal is refused and the operation stays for the reconciler.
+// withdrawal is refused, naming the evidence, and the operation stays for
+// the reconciler.
 func TestEvidenceOfAnEffectForbidsTheWithdrawal(t *testing.T) {
-	st, clock, ex, ids, svc := aliceOnRefusedWrites(t)
+	st, clock, ex, _, svc := aliceOnRefusedWrites(t)
 	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-evidence-1"}`), "")
 	require.NoError(t, err)
 	require.Equal(t, operation.StateRetryable, sub.Operation.State)
@@ -229,12 +244,252 @@ func TestEvidenceOfAnEffectForbidsTheWithdrawal(t *testing.T) {
 		At: clock.Now(), NextAt: clock.Now(), Source: "stale_dispatcher", ResourceID: "fact-1"})
 	require.NoError(t, err)
 
-	err = svc.Cancel(context.Background(), ids.For(sub.Operation.Handle))
-	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr)
-	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
-	assert.Contains(t, rpcErr.Message, "fact-1", "the refusal names the evidence")
+	decision, err := svc.Cancel(context.Background(), svc.TaskID(sub))
+	require.NoError(t, err)
+	assert.False(t, decision.Withdrawn)
+	assert.Equal(t, operation.StateRetryable, decision.State)
+	assert.Contains(t, decision.Reason, "fact-1", "the refusal names the evidence")
 	stored, err := st.Get(context.Background(), sub.Operation.Handle)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateRetryable, stored.State, "nothing withdrawn")
+}
+
+// forget deletes an operation's item, as DynamoDB's TTL does once a FAILED
+// operation's retention has passed.
+func forget(t *testing.T, st *store.Store, handle string) {
+	t.Helper()
+	db, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	_, err = db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(st.Table()),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}}})
+	require.NoError(t, err)
+}
+
+// A FAILED operation expires after the retention, and the same
+// operation_id, reused as the README allows, then names a new operation
+// under the same handle. The old task's id names the operation it was
+// minted for only: it reads as unknown, never as the new operation (a
+// cancelled task reporting working, then another intent's result), and
+// the two tasks have two ids ("Task IDs MUST be unique among all tasks").
+func TestAnExpiredTasksIdNeverNamesTheNextOperationUnderTheSameKey(t *testing.T) {
+	st, clock, ex, _, svc := aliceOnRefusedWrites(t)
+	ctx := context.Background()
+	args := json.RawMessage(`{"fact":"f-expiry","operation_id":"op-expiry-0001"}`)
+	first, err := ex.Submit(ctx, refusedWrite{}, alice, args, "")
+	require.NoError(t, err)
+	oldID := svc.TaskID(first)
+	decision, err := svc.Cancel(ctx, oldID)
+	require.NoError(t, err)
+	require.True(t, decision.Withdrawn)
+	task, err := svc.Get(ctx, oldID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusCancelled, task.Status)
+
+	clock.Advance(time.Hour + time.Minute) // past the retention
+	forget(t, st, first.Operation.Handle)
+	second, err := ex.Submit(ctx, refusedWrite{}, alice, args, "")
+	require.NoError(t, err)
+	require.Equal(t, first.Operation.Handle, second.Operation.Handle, "one key, one handle")
+
+	_, err = svc.Get(ctx, oldID)
+	assert.Equal(t, errUnknown(t, svc), err, "the expired task reads as unknown")
+	_, err = svc.Cancel(ctx, oldID)
+	assert.Equal(t, errUnknown(t, svc), err)
+	assert.NotEqual(t, oldID, svc.TaskID(second), "two tasks, two ids")
+	got, err := svc.Get(ctx, svc.TaskID(second))
+	require.NoError(t, err)
+	assert.Equal(t, tasks.StatusWorking, got.Status, "the new operation's own task")
+}
+
+// A call deduplicated onto another key's operation has the task of its own
+// key, tied to the operation it was answered with: once that holder has
+// expired and its key records a new operation under the same handle, the
+// deduplicated caller's task reads as unknown, not as the new operation.
+func TestADeduplicatedCallersTaskNamesTheHolderItWasAnsweredWith(t *testing.T) {
+	st, clock, ex, _, svc := aliceOnRefusedWrites(t)
+	ctx := context.Background()
+	holderArgs := json.RawMessage(`{"fact":"f-shared","operation_id":"op-holder-0001"}`)
+	holder, err := ex.Submit(ctx, refusedWrite{}, alice, holderArgs, "")
+	require.NoError(t, err)
+	dup, err := ex.Submit(ctx, refusedWrite{}, alice, json.RawMessage(`{"fact":"f-shared","operation_id":"op-dup-00000001"}`), "")
+	require.NoError(t, err)
+	require.True(t, dup.Deduplicated)
+	dupID := svc.TaskID(dup)
+	require.NotEqual(t, svc.TaskID(holder), dupID, "its own key's task")
+	got, err := svc.Get(ctx, dupID)
+	require.NoError(t, err, "the deduplicated caller's task resolves to the holder")
+	assert.Equal(t, tasks.StatusWorking, got.Status)
+
+	decision, err := svc.Cancel(ctx, svc.TaskID(holder))
+	require.NoError(t, err)
+	require.True(t, decision.Withdrawn)
+	clock.Advance(time.Hour + time.Minute)
+	forget(t, st, holder.Operation.Handle)
+	again, err := ex.Submit(ctx, refusedWrite{}, alice, holderArgs, "")
+	require.NoError(t, err)
+	require.Equal(t, holder.Operation.Handle, again.Operation.Handle)
+
+	_, err = svc.Get(ctx, dupID)
+	assert.Equal(t, errUnknown(t, svc), err, "the binding now leads to another operation than the one the task was minted for")
+}
+
+// errUnknown is the service's answer to an id that names nothing.
+func errUnknown(t *testing.T, svc *tasks.Service) error {
+	t.Helper()
+	_, err := svc.Get(context.Background(), "tsk_unknown")
+	require.Error(t, err)
+	return err
+}
+
+// failingEngine fails the engine requests for action that name an
+// operation item: with applied, each is sent and its answer lost (the
+// caller sees a reset); without, none is sent.
+type failingEngine struct {
+	next    dynamodb.HTTPClient
+	action  string
+	applied bool
+}
+
+func (c *failingEngine) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) {
+		return c.next.Do(req)
+	}
+	if c.applied {
+		resp, err := c.next.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+// failingService is alice's tasks service over st whose engine requests
+// for action fail (failingEngine), logging and auditing into the buffers
+// returned.
+func failingService(t *testing.T, st *store.Store, action string, applied bool) (svc *tasks.Service, logs, audit *bytes.Buffer) {
+	t.Helper()
+	db, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	failing := &failingEngine{action: action, applied: applied}
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { failing.next = o.HTTPClient; o.HTTPClient = failing })
+	failingStore, err := store.New(db, store.Config{Table: st.Table()})
+	require.NoError(t, err)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: failingStore,
+		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	logs, audit = &bytes.Buffer{}, &bytes.Buffer{}
+	svc, err = tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: testIDs(t, "k"), Retention: time.Hour,
+		Caller: func(context.Context) (tools.Caller, bool) { return alice, true },
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Auditor: obs.NewAuditor(audit)})
+	require.NoError(t, err)
+	return svc, logs, audit
+}
+
+// A withdrawal whose write was sent and whose answer was lost may have
+// applied: the cancel answers -32603 saying its outcome is unknown and how
+// to learn it, never that nothing was cancelled, and the cause is logged.
+func TestACancelWhoseWriteAnswerWasLostDoesNotClaimNothingWasCancelled(t *testing.T) {
+	st, _, ex, _, _ := aliceOnRefusedWrites(t)
+	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-lost-cancel1"}`), "")
+	require.NoError(t, err)
+	svc, logs, _ := failingService(t, st, "TransactWriteItems", true)
+
+	_, err = svc.Cancel(context.Background(), svc.TaskID(sub))
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
+	assert.NotContains(t, rpcErr.Message, "nothing was cancelled")
+	assert.Contains(t, rpcErr.Message, "may have been recorded")
+	assert.Contains(t, logs.String(), "the withdrawal's outcome is unknown")
+	assert.Contains(t, logs.String(), "connection reset", "the cause")
+	stored, err := st.Get(context.Background(), sub.Operation.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, stored.State, "it did apply")
+}
+
+// A store failure behind a tasks method is the caller's -32603, and its
+// cause is logged with the request's context, not lost.
+func TestAStoreFailureBehindATaskIsLogged(t *testing.T) {
+	st, _, ex, _, _ := aliceOnRefusedWrites(t)
+	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-read-fails1"}`), "")
+	require.NoError(t, err)
+	svc, logs, _ := failingService(t, st, "GetItem", false)
+	ctx := requestid.With(context.Background(), requestid.IDs{Request: "req-7"})
+
+	_, err = svc.Get(ctx, svc.TaskID(sub))
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, int64(jsonrpc.CodeInternalError), rpcErr.Code)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(logs.Bytes(), &line), "one log line: %s", logs)
+	assert.Equal(t, "ERROR", line["level"])
+	assert.Equal(t, "req-7", line["request_id"])
+	assert.Contains(t, line["cause"], "connection reset")
+}
+
+// A cancel the server does not honour is still a decision, and audited as
+// one: who asked, about which operation, denied, and why; one it honours
+// is audited as allowed.
+func TestEveryCancelDecisionIsAudited(t *testing.T) {
+	st, _, ex, _, _ := aliceOnRefusedWrites(t)
+	ctx := context.Background()
+	kept, err := ex.Submit(ctx, refusedWrite{}, alice, json.RawMessage(`{"fact":"f1","operation_id":"op-audit-kept1"}`), "")
+	require.NoError(t, err)
+	_, err = st.Transition(ctx, kept.Operation, operation.Event{Type: operation.EventEvidenceRecorded,
+		At: kept.Operation.UpdatedAt, NextAt: kept.Operation.UpdatedAt, Source: "stale_dispatcher", ResourceID: "fact-1"})
+	require.NoError(t, err)
+	gone, err := ex.Submit(ctx, refusedWrite{}, alice, json.RawMessage(`{"fact":"f2","operation_id":"op-audit-gone1"}`), "")
+	require.NoError(t, err)
+	svc, _, audit := failingService(t, st, "none", false)
+
+	for _, sub := range []tools.Submission{kept, gone} {
+		_, err := svc.Cancel(ctx, svc.TaskID(sub))
+		require.NoError(t, err)
+	}
+	var records []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		records = append(records, r)
+	}
+	require.Len(t, records, 2)
+	assert.Equal(t, tasks.AuditKindCancel, records[0]["kind"])
+	assert.Equal(t, "deny", records[0]["policy_decision"])
+	assert.Equal(t, "not_withdrawn", records[0]["outcome"])
+	assert.Equal(t, "RETRYABLE", records[0]["status"])
+	assert.Contains(t, records[0]["detail"], "fact-1")
+	assert.Equal(t, "alice", records[0]["end_user_principal"])
+	assert.NotEmpty(t, records[0]["operation_hash"])
+	assert.Equal(t, "allow", records[1]["policy_decision"])
+	assert.Equal(t, "withdrawn", records[1]["outcome"])
+	assert.Equal(t, "FAILED", records[1]["status"])
+}
+
+// 2025-11-25's tasks/result waits for a working task at most ResultWait,
+// and never past the request's own budget: it answers (says to ask again)
+// while the reserve to write the answer is still left, not when the
+// request's deadline has already passed.
+func TestTasksResultWaitsWithinTheRequestsBudget(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st,
+		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 500 * time.Millisecond}})
+	require.NoError(t, err)
+	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refusedWrite{}}, IDs: testIDs(t, "k"), Retention: time.Hour,
+		ResultWait: 10 * time.Second, Caller: func(context.Context) (tools.Caller, bool) { return alice, true }})
+	require.NoError(t, err)
+	sub, err := ex.Submit(context.Background(), refusedWrite{}, alice, json.RawMessage(`{"fact":"f","operation_id":"op-result-wait1"}`), "")
+	require.NoError(t, err)
+	require.False(t, tasks.Final(sub.Operation), "a working task")
+
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_, err = svc.Result(ctx, svc.TaskID(sub))
+	left := time.Until(deadline)
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Contains(t, rpcErr.Message, "call tasks/result again or poll tasks/get")
+	assert.Greater(t, left, 250*time.Millisecond, "answered with the reserve still left")
 }

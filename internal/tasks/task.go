@@ -3,6 +3,7 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,7 +116,7 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 	case operation.StateUnknown:
 		t.StatusMessage = "UNKNOWN (" + string(op.Outcome) + "): the provider may have executed it; the server's reconciler is checking for the effect and will not send it twice"
 	case operation.StateRetryable:
-		t.StatusMessage = "RETRYABLE: proven not executed; the server's reconciler will send it again (tasks/cancel withdraws it while it is unsent)"
+		t.StatusMessage = retryableMessage(op)
 	case operation.StateEscalated:
 		t.StatusMessage = escalatedMessage(op, operator)
 	default:
@@ -160,6 +161,21 @@ func Final(op operation.Operation) bool {
 		}
 	}
 	return false
+}
+
+// retryableMessage claims the proof and offers the cancel only where
+// operation.EffectRuledOut holds, which is what tasks/cancel requires: an
+// absence the provider may still overtake proves nothing.
+func retryableMessage(op operation.Operation) string {
+	if op.EffectRuledOut() {
+		return "RETRYABLE: proven not executed; the server's reconciler will send it again (tasks/cancel withdraws it while it is unsent)"
+	}
+	if ids := op.EffectEvidence(); len(ids) > 0 {
+		return "RETRYABLE: the provider reported an effect of this operation (" + strings.Join(ids, ", ") + "); " +
+			"the server's reconciler reconciles it and never sends it twice"
+	}
+	return "RETRYABLE: not found at the provider, but an earlier request may still commit there (the provider promises no deadline); " +
+		"the server's reconciler will retry it without making a second effect"
 }
 
 func escalatedMessage(op operation.Operation, operator string) string {

@@ -128,3 +128,30 @@ func TestCompletedTaskResultIsACompleteCallToolResult(t *testing.T) {
 	assert.Equal(t, map[string]any{"status": "SUCCEEDED"}, got["structuredContent"])
 	assert.Equal(t, []any{map[string]any{"type": "text", "text": "{}"}}, got["content"])
 }
+
+// A RETRYABLE operation reached by an absence the provider may still
+// overtake (probe_not_found without late_commits_bounded: the Risk API
+// deduplicates by our key but promises no commit deadline) is not proven
+// unexecuted, and tasks/cancel will not withdraw it
+// (TestAnAbsenceTheProviderMayStillOvertakeCannotBeWithdrawn): its status
+// message claims no such proof and offers no cancel. One that never left
+// (operation.EffectRuledOut) says both.
+func TestARetryableTaskThatMayStillCommitNeitherClaimsProofNorOffersCancel(t *testing.T) {
+	op := walk(t, operation.EventResponseMissing, operation.EventProbeNotFound)
+	require.Equal(t, operation.StateRetryable, op.State)
+	require.False(t, op.EffectRuledOut(), "an earlier request may still commit")
+
+	task, err := tasks.View(op, "tsk_x", nil, "", timing)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.StatusWorking, task.Status)
+	assert.True(t, strings.HasPrefix(task.StatusMessage, "RETRYABLE"), task.StatusMessage)
+	assert.NotContains(t, task.StatusMessage, "proven not executed")
+	assert.NotContains(t, task.StatusMessage, "tasks/cancel")
+
+	unsent := walk(t, operation.EventNotDispatched)
+	require.True(t, unsent.EffectRuledOut())
+	task, err = tasks.View(unsent, "tsk_y", nil, "", timing)
+	require.NoError(t, err)
+	assert.Contains(t, task.StatusMessage, "proven not executed")
+	assert.Contains(t, task.StatusMessage, "tasks/cancel")
+}

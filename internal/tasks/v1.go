@@ -1,8 +1,11 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -89,16 +92,11 @@ func isV1(ctx context.Context, session mcp.Session) bool {
 // version its _meta names (2026-07-28 clients send one per request) or,
 // naming none, its session's (under the stateless transport from the
 // MCP-Protocol-Version header; the SDK takes an absent one for
-// 2025-03-26). "" if neither is known.
+// 2025-03-26). "" if neither is known. Members are read by their exact
+// names, as the SDK reads them: "_META" names nothing.
 func revision(ctx context.Context, session mcp.Session) string {
-	var params struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	if raw := mcpserver.RequestParams(ctx); raw != nil && json.Unmarshal(raw, &params) == nil {
-		if v, ok := params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-			s, _ := v.(string)
-			return s
-		}
+	if v, ok := mcpserver.ProtocolVersionMeta(mcpserver.RequestParams(ctx)); ok {
+		return v
 	}
 	ss, ok := session.(*mcp.ServerSession)
 	if !ok || ss == nil {
@@ -110,18 +108,52 @@ func revision(ctx context.Context, session mcp.Session) string {
 	return ""
 }
 
-// taskRequested reports whether the raw tools/call params ask for a task,
-// and the tool named.
-func taskRequested(ctx context.Context) (tool string, ok bool) {
-	var params struct {
-		Name string          `json:"name"`
-		Task json.RawMessage `json:"task"`
-	}
+// taskRequested reports whether the raw tools/call params ask for a task
+// (a "task" member that is not null; "Task" is not one), with the tool
+// named and the member as sent.
+func taskRequested(ctx context.Context) (tool string, task json.RawMessage, ok bool) {
 	raw := mcpserver.RequestParams(ctx)
-	if raw == nil || json.Unmarshal(raw, &params) != nil || len(params.Task) == 0 || string(params.Task) == "null" {
-		return "", false
+	task, ok = mcpserver.ParamsMember(raw, "task")
+	if !ok || string(task) == "null" {
+		return "", nil, false
 	}
-	return params.Name, true
+	if name, ok := mcpserver.ParamsMember(raw, "name"); ok {
+		_ = json.Unmarshal(name, &tool)
+	}
+	return tool, task, true
+}
+
+// checkTaskMetadata refuses a "task" that is not 2025-11-25's TaskMetadata
+// (an object whose ttl, if present, is an integer: the revision's JSON
+// schema), before anything is recorded or sent: a malformed request is
+// not a task request, and not a plain one either.
+func checkTaskMetadata(task json.RawMessage) error {
+	refuse := func(why string) error {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "Invalid params: task must be a TaskMetadata object ({\"ttl\"?: integer milliseconds}); " + why + "; nothing was recorded or sent"}
+	}
+	var members map[string]json.RawMessage
+	if len(task) == 0 || task[0] != '{' || json.Unmarshal(task, &members) != nil {
+		return refuse("it is not an object")
+	}
+	ttl, ok := members["ttl"]
+	if !ok {
+		return nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(ttl))
+	dec.UseNumber()
+	if dec.Decode(&n) != nil || !isInteger(n) {
+		return refuse("its ttl is not an integer")
+	}
+	return nil
+}
+
+// isInteger reports whether n is a JSON number without a fractional part
+// (JSON Schema's integer: 60000 and 6e4 are, 1.5 is not).
+func isInteger(n json.Number) bool {
+	f, err := strconv.ParseFloat(string(n), 64)
+	return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
 }
 
 // callV1 answers a task-augmented 2025-11-25 tools/call: every accepted
@@ -144,7 +176,7 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 		return nil, refusedWithoutTask(res)
 	}
 	if sl.sub.Operation.Handle == "" {
-		return s.unknownV1(ctx, s.TaskID(*sl.sub)), nil
+		return s.unknownV1(ctx, sl.sub.Key), nil
 	}
 	op := sl.sub.Operation
 	c, _ := s.cfg.Caller(ctx)
@@ -159,10 +191,15 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 // as the table has it if one read finds the operation, else a working
 // task that says the outcome is unknown and how to learn it (tasks/get
 // then answers "not found" exactly when nothing was recorded).
-func (s *Service) unknownV1(ctx context.Context, taskID string) *CreateTaskResultV1 {
-	if c, op, err := s.find(ctx, taskID); err == nil {
-		if t, err := s.view(c, op, taskID); err == nil {
-			return &CreateTaskResultV1{Task: viewV1(t, op)}
+func (s *Service) unknownV1(ctx context.Context, key operation.RequestKey) *CreateTaskResultV1 {
+	taskID := s.cfg.IDs.For(key.Handle(), time.Time{})
+	if c, ok := s.cfg.Caller(ctx); ok {
+		if op, err := s.lookup(ctx, c, key.Handle()); err == nil {
+			// Recorded: the task of the operation the key resolves to.
+			taskID = s.cfg.IDs.For(key.Handle(), op.CreatedAt)
+			if t, err := s.view(c, op, taskID); err == nil {
+				return &CreateTaskResultV1{Task: viewV1(t, op)}
+			}
 		}
 	}
 	tm := s.timing()
@@ -173,8 +210,8 @@ func (s *Service) unknownV1(ctx context.Context, taskID string) *CreateTaskResul
 	return &CreateTaskResultV1{Task: TaskV1{TaskID: taskID, Status: string(StatusWorking), CreatedAt: now, LastUpdatedAt: now,
 		PollInterval: poll.Milliseconds(),
 		StatusMessage: "the outcome is unknown: the answer to recording this call was lost, so the operation may have been recorded " +
-			"(then the server sends it, once) or not; poll tasks/get: if it answers that the task is not found, nothing was recorded, " +
-			"so call again with the same operation_id (never a new one)"}}
+			"(then the server sends it, once) or not; call again with the same operation_id (never a new one): " +
+			"that records it once, or answers with the operation that was recorded and its task"}}
 }
 
 // refusedWithoutTask turns the tool's refusal into the JSON-RPC error a
@@ -211,34 +248,38 @@ func (s *Service) getV1(ctx context.Context, taskID string) (*TaskResultV1, erro
 }
 
 // cancelV1 is 2025-11-25's tasks/cancel: that revision refuses to cancel a
-// terminal task (-32602) and answers a cancel with the cancelled task. A
-// caller who may not withdraw the operation is told that first, as at
-// 2026-07-28.
+// terminal task (-32602), and its answer to a cancel is the task, which
+// "MUST" be cancelled by then, so a cancel that withdraws nothing is
+// refused too (refusalV1). A caller who may not withdraw the operation is
+// told that first, as at 2026-07-28.
 func (s *Service) cancelV1(ctx context.Context, taskID string) (*TaskResultV1, error) {
 	c, op, err := s.find(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	if err := mayWithdraw(c, op); err != nil {
-		return nil, err
-	}
-	if Final(op) {
+	if _, ok := mayWithdraw(c, op); ok && Final(op) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task is already terminal and cannot be cancelled"}
 	}
-	if err := s.Cancel(ctx, taskID); err != nil {
+	d, err := s.decideCancel(ctx, c, op)
+	if err != nil {
 		return nil, err
+	}
+	if !d.Withdrawn {
+		return nil, refusalV1(d)
 	}
 	return s.getV1(ctx, taskID)
 }
 
-// resultV1 is 2025-11-25's tasks/result: the tool's CallToolResult for the
+// Result is 2025-11-25's tasks/result: the tool's CallToolResult for the
 // operation once the task is terminal (what a replay of the call returns),
 // naming its task. On a task still working it waits, polling the table at
-// the task's own interval, for at most ResultWait: a function cannot hold
-// a request beyond its timeout, so after that it answers an error that
-// says to ask again (or poll tasks/get).
-func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolResult, error) {
-	deadline := time.Now().Add(s.cfg.ResultWait)
+// the task's own interval, for at most ResultWait and never past the
+// request's own budget (its deadline less the reserve to write the
+// answer): a function cannot hold a request beyond its timeout, so after
+// that it answers an error that says to ask again (or poll tasks/get).
+func (s *Service) Result(ctx context.Context, taskID string) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	deadline := start.Add(min(s.cfg.ResultWait, s.cfg.Executor.Budget().Remaining(ctx)))
 	for {
 		c, op, err := s.find(ctx, taskID)
 		if err != nil {
@@ -249,18 +290,22 @@ func (s *Service) resultV1(ctx context.Context, taskID string) (*mcp.CallToolRes
 			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
 			return res, nil
 		}
-		wait := min(pollInterval(op, s.timing()), time.Until(deadline))
-		if wait <= 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: "the task is still working (" + string(op.State) + ") after waiting " + s.cfg.ResultWait.String() +
-					"; call tasks/result again or poll tasks/get"}
+		pause := min(pollInterval(op, s.timing()), time.Until(deadline))
+		if pause > 0 {
+			timer := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did; call tasks/result again"}
+			case <-timer.C:
+			}
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did; call tasks/result again"}
-		case <-timer.C:
+		// At the end of the wait the answer is written, not another read
+		// started: what is left of the budget is the reserve for it.
+		if time.Until(deadline) <= 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the task is still working (" + string(op.State) + ") after waiting " + time.Since(start).Round(time.Millisecond).String() +
+					"; call tasks/result again or poll tasks/get"}
 		}
 	}
 }

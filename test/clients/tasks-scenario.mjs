@@ -114,16 +114,20 @@ const result = dropOutcome.result;
 out.drop.result = result && { isError: result.isError === true, structuredContent: result.structuredContent ?? null };
 
 // cancel: withdrawn once the operation can have no effect. A reconciler
-// claim may win the race for one RETRYABLE version (the cancel is then
-// refused, saying so); the next RETRYABLE version is tried again. The
-// Release API's commit horizon (lease, clock skew bound, settle window)
-// passes before each, so this is bounded by time.
+// claim may win the race for one RETRYABLE version: at 2025-11-25 the
+// cancel is then refused, saying so; at 2026-07-28 it is acknowledged
+// (cancellation is cooperative) and withdraws nothing, which tasks/get
+// shows. The next RETRYABLE version is tried again, by the task's
+// controller (task(id).cancel(), one tasks/cancel each): an execution
+// treats its first acknowledgement as its local cancellation and does not
+// send another. The Release API's commit horizon (lease, clock skew
+// bound, settle window) passes before each, so this is bounded by time.
 const target = `payments-api/${commitCancel}/production-eu`;
 await faults({ create: [{ mode: 'error_500_before_commit', times: 1000 }] }, releaseURL);
 const unsent = await deployer.session.callTool('create_deployment_ticket',
   { service: 'payments-api', commit: commitCancel, environment: 'production-eu', operation_id: `tasks-${protocol}-${commitCancel}` },
   { task: { preference: 'prefer' } });
-out.cancel = { kind: unsent.kind, refusals: [] };
+out.cancel = { kind: unsent.kind, refusals: [], acknowledgedNotWithdrawn: 0 };
 if (unsent.kind === 'task') {
   const until = Date.now() + 150_000;
   while (Date.now() < until && out.cancel.acknowledged !== true) {
@@ -134,10 +138,15 @@ if (unsent.kind === 'task') {
       continue;
     }
     try {
-      await deployer.session.cancelTask(unsent.handle.taskId);
-      out.cancel.acknowledged = true;
+      await deployer.session.task(unsent.handle.taskId).cancel();
     } catch (err) {
       out.cancel.refusals.push({ code: err.code ?? null, message: err.message });
+      continue;
+    }
+    if ((await snapshot(unsent.handle.taskId, deployer.session)).status === 'cancelled') {
+      out.cancel.acknowledged = true;
+    } else {
+      out.cancel.acknowledgedNotWithdrawn++;
     }
   }
   out.cancel.createsAtCancel = (await stats(releaseURL)).create_calls;
