@@ -18,6 +18,9 @@ const (
 	KindTransition = "transition"
 	KindReconcile  = "reconcile"
 	KindAuthReject = "auth_reject"
+	// KindTaskCancel is a tasks/cancel decision: the task's operation
+	// withdrawn, or why not.
+	KindTaskCancel = "task_cancel"
 )
 
 // Policy decisions as recorded.

@@ -244,7 +244,7 @@ func (s *Service) decided(ctx context.Context, c tools.Caller, op operation.Oper
 	if s.cfg.Auditor == nil {
 		return d
 	}
-	rec := obs.AuditRecord{Kind: AuditKindCancel, RequestID: requestid.From(ctx).Request,
+	rec := obs.AuditRecord{Kind: obs.KindTaskCancel, RequestID: requestid.From(ctx).Request,
 		OperationHash: obs.OperationHash(op.Key), BusinessKey: op.BusinessKey, Tool: op.Key.Tool,
 		ClientPrincipal: c.ClientID, EndUserPrincipal: c.UserID, Tenant: c.TenantID,
 		Status: string(d.State), Event: string(operation.EventClientCancelled), Actor: c.UserID,
@@ -255,9 +255,6 @@ func (s *Service) decided(ctx context.Context, c tools.Caller, op operation.Oper
 	s.cfg.Auditor.Record(ctx, rec)
 	return d
 }
-
-// AuditKindCancel is the audit record kind of a tasks/cancel decision.
-const AuditKindCancel = "task_cancel"
 
 // logFailure records the cause of a failure the caller sees only as
 // -32603.

@@ -455,7 +455,7 @@ func TestEveryCancelDecisionIsAudited(t *testing.T) {
 		records = append(records, r)
 	}
 	require.Len(t, records, 2)
-	assert.Equal(t, tasks.AuditKindCancel, records[0]["kind"])
+	assert.Equal(t, obs.KindTaskCancel, records[0]["kind"])
 	assert.Equal(t, "deny", records[0]["policy_decision"])
 	assert.Equal(t, "not_withdrawn", records[0]["outcome"])
 	assert.Equal(t, "RETRYABLE", records[0]["status"])
