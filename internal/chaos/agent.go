@@ -64,7 +64,7 @@ type plan struct {
 	crash      string // FaultCrashAfterIns / FaultCrashBeforeSW on the first attempt
 	churn      int    // replica to stop for the plan's duration (-1: none)
 	burst      int    // replica a burst hits (-1: none)
-	otherIDSrc string // TenantSharedIDs: reuse this operation_id of the other tenant
+	otherIDSrc string // TenantSharedIDs: reuse this operation_id of another tenant or tenant-mate
 }
 
 var (
@@ -116,9 +116,15 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				}
 			}
 		} else {
+			// ALICE and CAROL are tenant-mates (M1, one client): they draw
+			// the same orders, and their operation_ids, shared below, are
+			// two users' keys.
 			name, first := "ALICE", 1
-			if rng.IntN(2) == 1 {
+			switch rng.IntN(3) {
+			case 1:
 				name, first = "BOB", 51
+			case 2:
+				name = "CAROL"
 			}
 			p.persona, p.tool = personaByName[name], toolRisk
 			order := fmt.Sprintf("O20260728%03d", first+rng.IntN(50))

@@ -68,7 +68,7 @@ type Config struct {
 	// INTENTGATE_CLOCK_SKEW_BOUND (0: no skew).
 	Skew            time.Duration
 	SkewBound       time.Duration
-	TenantSharedIDs bool // the two tenants of one client reuse each other's operation_ids
+	TenantSharedIDs bool // the callers of one client (two tenants, two users of one) reuse each other's operation_ids
 	LateCommits     bool // the Release API's late-commit modes join its create faults
 	// LateCommitOverrun is how far past its commit deadline the broken
 	// promise (commit_late_beyond_deadline) commits.

@@ -12,7 +12,7 @@ type Call struct {
 	Seq     int
 	Cell    int
 	Plan    int    // the planned operation it belongs to (-1: none)
-	Persona string // ALICE, BOB, DEPLOYER, OPERATOR
+	Persona string // ALICE, CAROL, BOB, DEPLOYER, OPERATOR
 	Replica int
 	Tool    string
 	Args    map[string]any

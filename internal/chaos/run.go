@@ -81,7 +81,7 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 		a.call(ctx, p.idx, p.persona.Name, replica, toolApprove, map[string]any{"operation_id": p.opID}, 0, false, nil)
 	}
 	if p.cross {
-		other := "BOB"
+		other := "BOB" // the other tenant of the shared client
 		if p.persona.Name == "BOB" {
 			other = "ALICE"
 		}

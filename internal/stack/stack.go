@@ -215,11 +215,13 @@ type Persona struct {
 	Roles                             []string
 }
 
-// Personas: support agents of two merchants, a deployer of the payments
-// team, and an operator.
+// Personas: support agents of two merchants (two of M1, who share the
+// client and the tenant: tenant-mates), a deployer of the payments team,
+// and an operator.
 func Personas() []Persona {
 	return []Persona{
 		{Name: "ALICE", Subject: "alice", ClientID: "support-assistant", Merchant: "M1", Roles: []string{"support_agent"}},
+		{Name: "CAROL", Subject: "carol", ClientID: "support-assistant", Merchant: "M1", Roles: []string{"support_agent"}},
 		{Name: "BOB", Subject: "bob", ClientID: "support-assistant", Merchant: "M2", Roles: []string{"support_agent"}},
 		{Name: "DEPLOYER", Subject: "dana", ClientID: "release-agent", Merchant: "team-payments", Roles: []string{"deployer"}},
 		{Name: "OPERATOR", Subject: "oscar", ClientID: "ops-console", Merchant: "team-payments", Roles: []string{"operator"}},
