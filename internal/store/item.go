@@ -115,8 +115,13 @@ type bindingItem struct {
 	RequestDigest string `dynamodbav:"request_digest"`
 	EndUserID     string `dynamodbav:"end_user"`
 	Holder        string `dynamodbav:"operation_pk"`
-	CreatedAt     string `dynamodbav:"created_at"`
-	InsertNonce   string `dynamodbav:"insert_nonce"`
+	// HolderCreatedAt names which operation under Holder's handle the key
+	// was answered with: a handle outlives its operation (a FAILED one
+	// expires after the retention, and its operation_id may then record
+	// another), and the key must never be answered with the next one.
+	HolderCreatedAt string `dynamodbav:"holder_created_at"`
+	CreatedAt       string `dynamodbav:"created_at"`
+	InsertNonce     string `dynamodbav:"insert_nonce"`
 }
 
 func encodeEvent(ev operation.Event) (string, error) {

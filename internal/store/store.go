@@ -294,7 +294,7 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 		PK: opPK(op.Handle), Kind: kindBinding, Handle: op.Handle,
 		ClientID: op.Key.ClientID, TenantID: op.Key.TenantID, Tool: op.Key.Tool, OperationID: op.Key.OperationID,
 		RequestDigest: op.RequestDigest, EndUserID: op.EndUserID, Holder: opPK(holder.Handle),
-		CreatedAt: formatTime(op.CreatedAt), InsertNonce: nonce,
+		HolderCreatedAt: formatTime(holder.CreatedAt), CreatedAt: formatTime(op.CreatedAt), InsertNonce: nonce,
 	})
 	if err != nil {
 		return InsertResult{}, fmt.Errorf("insert %s: marshal binding: %w", op.Handle, err)
@@ -359,7 +359,10 @@ func (s *Store) classifyAt(ctx context.Context, op operation.Operation, nonce st
 }
 
 // followBinding reads the operation a binding names. A holder removed by
-// retention (a FAILED operation's TTL) is ErrHolderMissing.
+// retention (a FAILED operation's TTL) is ErrHolderMissing, and so is
+// another operation recorded under its handle since (its operation_id
+// reused after the retention): the key was answered with the holder, not
+// with whatever takes its handle later.
 func (s *Store) followBinding(ctx context.Context, b bindingItem) (operation.Operation, error) {
 	holder, _, err := s.getWithNonce(ctx, strings.TrimPrefix(b.Holder, opPrefix))
 	if errors.Is(err, ErrNotFound) {
@@ -367,6 +370,10 @@ func (s *Store) followBinding(ctx context.Context, b bindingItem) (operation.Ope
 	}
 	if err != nil {
 		return operation.Operation{}, fmt.Errorf("binding %s: read holder: %w", b.Handle, err)
+	}
+	if formatTime(holder.CreatedAt) != b.HolderCreatedAt {
+		return operation.Operation{}, fmt.Errorf("binding %s: %w: %s now holds an operation created at %s, not the one of %s",
+			b.Handle, ErrHolderMissing, b.Holder, formatTime(holder.CreatedAt), b.HolderCreatedAt)
 	}
 	return holder, nil
 }

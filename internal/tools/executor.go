@@ -186,10 +186,7 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	err = tool.Authorize(actx, caller, p)
 	cancel()
 	if err != nil {
-		if sub, ok := e.recordedReplay(ctx, opID, key, digest); ok {
-			return sub, nil
-		}
-		return Submission{}, err
+		return e.refusedAuthorization(ctx, opID, key, digest, err)
 	}
 	// From here a refusal is about this key (and maybe the operation under
 	// it): it comes back with the key, for the audit record.
@@ -243,25 +240,36 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	return sub, err
 }
 
-// recordedReplay answers a request whose authorization failed now (the
-// provider that says who owns the object is down, or a grant changed) but
-// that replays an operation already recorded under its key: authorization
-// gates new writes, and this one exists and was, or is being, sent.
-// Refusing it would tell the caller "nothing was sent" about an operation
-// that may have committed. Who may see the answer is the visibility rule's
-// decision, applied where it is rendered, as for every replay. Anything
-// else (the key unused, used for other arguments, or unreadable now)
-// leaves the authorization's refusal standing: for this request it is
-// true.
-func (e *Executor) recordedReplay(ctx context.Context, opID string, key operation.RequestKey, digest string) (Submission, bool) {
+// refusedAuthorization answers a request whose authorization failed now
+// (the provider that says who owns the object is down, or a grant
+// changed). Authorization gates new writes; a replay of an operation
+// already recorded under the key exists and was, or is being, sent, so it
+// is answered as the replay it is: refusing it would tell the caller
+// "nothing was sent" about an operation that may have committed. Who may
+// see the answer is the visibility rule's decision, applied where it is
+// rendered, as for every replay. A key never used, used for other
+// arguments, or answered with an operation that is gone keeps the
+// refusal: for this request it is true. A record that cannot be read
+// leaves both open, so the caller is told to ask again with the same key.
+func (e *Executor) refusedAuthorization(ctx context.Context, opID string, key operation.RequestKey, digest string, refusal error) (Submission, error) {
 	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
 	res, err := e.cfg.Store.Recorded(sctx, key, digest)
 	cancel()
-	if err != nil || res.Kind != store.Replay {
-		return Submission{}, false
+	keyed := Submission{OperationID: opID, Key: key, Digest: digest}
+	switch {
+	case err == nil && res.Kind == store.Replay:
+		keyed.Operation, keyed.Replayed, keyed.Deduplicated = res.Operation, true, res.Bound
+		return keyed, nil
+	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrHolderMissing):
+		return Submission{}, refusal
 	}
-	return Submission{OperationID: opID, Key: key, Digest: digest, Operation: res.Operation,
-		Replayed: true, Deduplicated: res.Bound}, true
+	keyed.MayExist = true
+	f := Fail(CodeTemporaryUnavailable, true,
+		&NextAction{Hint: "retry this call with the same operation_id (never a new one) to learn the outcome"},
+		"this call was not authorized now (%v), and whether operation_id %q already names a recorded operation could not be read; "+
+			"if it does, that operation stands: retry with the same operation_id to learn its outcome", refusal, opID)
+	f.Cause = err
+	return keyed, f
 }
 
 // insertFailure answers an insert that did not come back with an outcome.
