@@ -67,7 +67,9 @@ func ParamsMember(object json.RawMessage, name string) (json.RawMessage, bool) {
 
 // ProtocolVersionMeta is the protocol version a request's params name in
 // their _meta (2026-07-28 requests carry one), read by exact member names;
-// ok is false when they name none. A value that is not a string names "".
+// ok is false when they name none. A value that is not a non-empty string
+// names none, as the SDK reads it (the request stays at its session's
+// revision): otherwise our reading and the SDK's would disagree.
 func ProtocolVersionMeta(params json.RawMessage) (version string, ok bool) {
 	meta, ok := ParamsMember(params, "_meta")
 	if !ok {
@@ -77,7 +79,9 @@ func ProtocolVersionMeta(params json.RawMessage) (version string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	_ = json.Unmarshal(raw, &version)
+	if json.Unmarshal(raw, &version) != nil || version == "" {
+		return "", false
+	}
 	return version, true
 }
 

@@ -250,7 +250,9 @@ func (s *Service) decided(ctx context.Context, c tools.Caller, op operation.Oper
 		Status: string(d.State), Event: string(operation.EventClientCancelled), Actor: c.UserID,
 		PolicyDecision: obs.PolicyAllow, Outcome: "withdrawn"}
 	if !d.Withdrawn {
-		rec.PolicyDecision, rec.Outcome, rec.Detail = obs.PolicyDeny, "not_withdrawn", d.Reason
+		// No event: the operation went on, and a search for withdrawals by
+		// the journal's event name must not count it.
+		rec.Event, rec.PolicyDecision, rec.Outcome, rec.Detail = "", obs.PolicyDeny, "not_withdrawn", d.Reason
 	}
 	s.cfg.Auditor.Record(ctx, rec)
 	return d
