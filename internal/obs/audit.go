@@ -224,7 +224,7 @@ const hashIDPrefix = "h:"
 // It lets an operator correlate records about one operation (hash the key a
 // client reports and search for it) without the log revealing the caller's
 // key. Scope is what the key is scoped by (for an operation_id: client
-// principal, tenant and tool, see OperationHash), so equal keys from
+// principal, tenant, end user and tool, see OperationHash), so equal keys from
 // different scopes do not correlate. This is
 // pseudonymisation, not secrecy: someone who can guess a low-entropy key can
 // confirm it; operation ids are expected to be random (UUIDs).
@@ -238,9 +238,9 @@ func HashID(scope, id string) string {
 
 // OperationHash is the operation_hash of the audit records about the
 // operation keyed by k: its operation_id hashed under its whole scope
-// (client, tenant and tool; operation.RequestKey.Scope), so two tenants
-// whose assistants share one client and one operation_id never correlate
-// as one operation. Every record writer uses this, never its own scope.
+// (client, tenant, end user and tool; operation.RequestKey.Scope), so two
+// tenants, or two users of one, whose assistants share one client and one
+// operation_id never correlate as one operation. Every record writer uses this, never its own scope.
 func OperationHash(k operation.RequestKey) string {
 	return HashID(k.Scope(), k.OperationID)
 }

@@ -215,6 +215,11 @@ func whyNotWithdrawn(op operation.Operation) string {
 	case operation.StateEscalated:
 		return "an effect may exist and an operator must resolve it; ask the operator, do not resend"
 	case operation.StateRetryable:
+		if op.EffectRuledOut() {
+			// Still withdrawable, but every write of the withdrawal met a
+			// newer version (claims and evidence racing it).
+			return "the operation kept changing while the withdrawal was written; retry tasks/cancel"
+		}
 		if ids := op.EffectEvidence(); len(ids) > 0 {
 			return "the provider reported an effect of this operation (" + strings.Join(ids, ", ") + "); " +
 				"keep polling tasks/get: the server reconciles it and never sends it twice"

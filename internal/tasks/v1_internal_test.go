@@ -52,3 +52,21 @@ func TestOlderRevisionsStatusFollowsHowTheOperationFirstSettled(t *testing.T) {
 		})
 	}
 }
+
+// A cancel that could withdraw its operation but lost every write to a
+// newer version says so, not that the provider may still commit: that
+// would be false for an operation proven unsent.
+func TestACancelThatKeptLosingToNewerVersionsSaysToRetry(t *testing.T) {
+	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+	key, err := operation.NewRequestKey("client-a", "M1", "alice", "scripted_write", "op-00000001")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "scripted|f", RequestDigest: "sha256:" + strings.Repeat("0", 64),
+		EndUserID: "alice", TenantID: "M1", Target: map[string]string{"fact": "f"}, Payload: map[string]string{"fact": "f"}}, t0, 5*time.Second)
+	require.NoError(t, err)
+	unsent, err := op.Apply(operation.Event{Type: operation.EventNotDispatched, At: t0.Add(time.Second), NextAt: t0.Add(10 * time.Second)})
+	require.NoError(t, err)
+	require.True(t, unsent.EffectRuledOut())
+	why := whyNotWithdrawn(unsent)
+	assert.Contains(t, why, "retry tasks/cancel")
+	assert.NotContains(t, why, "may still commit")
+}

@@ -24,7 +24,7 @@ type Packet struct {
 	// operation's key belongs to another client or another tenant (a
 	// tenant-mate's on another client, a granted team's on the same one
 	// or, for an operator, anyone's): a key is never revealed outside the
-	// key space (client and tenant) it was chosen in.
+	// key space (client, tenant and user) it was chosen in.
 	OperationID *string `json:"operation_id"`
 	// Handle is the opaque public handle (ticket_handle, review_id); it is
 	// what an operator uses, since operation_ids are scoped per client.

@@ -24,7 +24,7 @@ func (f *Family) Spec() tools.ToolSpec {
 // get_risk_review_status (OutputSchema).
 type Result struct {
 	ReviewID string `json:"review_id"`
-	// OperationID is shown only in the key space (client and tenant)
+	// OperationID is shown only in the key space (client, tenant and user)
 	// that chose it.
 	OperationID  string            `json:"operation_id,omitempty"`
 	Status       string            `json:"status"`
