@@ -240,6 +240,10 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	return sub, err
 }
 
+// ErrorClassAuthorizationRefused is the error class of a replay answered
+// from the record although its authorization refused now.
+const ErrorClassAuthorizationRefused = "authorization_refused"
+
 // refusedAuthorization answers a request whose authorization failed now
 // (the provider that says who owns the object is down, or a grant
 // changed). Authorization gates new writes; a replay of an operation
@@ -259,6 +263,9 @@ func (e *Executor) refusedAuthorization(ctx context.Context, opID string, key op
 	switch {
 	case err == nil && res.Kind == store.Replay:
 		keyed.Operation, keyed.Replayed, keyed.Deduplicated = res.Operation, true, res.Bound
+		// The audit record says the replay was answered although its
+		// authorization refused now.
+		keyed.ErrorClass = ErrorClassAuthorizationRefused
 		return keyed, nil
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrHolderMissing):
 		return Submission{}, refusal

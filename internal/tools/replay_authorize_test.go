@@ -41,6 +41,7 @@ func TestAReplayIsAnsweredFromTheRecordWhenItsAuthorizationFailsNow(t *testing.T
 			assert.Equal(t, first.Operation.Handle, again.Operation.Handle)
 			assert.Equal(t, operation.StateUnknown, again.Operation.State)
 			assert.Equal(t, int32(1), tool.dispatches.Load(), "a replay sends nothing")
+			assert.Equal(t, tools.ErrorClassAuthorizationRefused, again.ErrorClass, "the audit record says the authorization refused")
 		})
 	}
 }
