@@ -151,7 +151,7 @@ func (a *App) families() ([]tools.Published, error) {
 	}
 	risk, err := provider.NewRiskClient(provider.RiskConfig{
 		BaseURL: cfg.RiskAPIURL, APIKey: cfg.RiskAPIKey, MaxConns: cfg.DownstreamMaxConns,
-		Timeout: cfg.Budget.Downstream, WrapTransport: wrap,
+		Timeout: cfg.Budget.Downstream, SettleWindow: cfg.RiskSettleWindow, WrapTransport: wrap,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -164,7 +164,7 @@ func (a *App) families() ([]tools.Published, error) {
 	}
 	rel, err := provider.NewReleaseClient(provider.ReleaseConfig{
 		BaseURL: cfg.ReleaseAPIURL, APIKey: cfg.ReleaseAPIKey, MaxConns: cfg.DownstreamMaxConns,
-		Timeout: cfg.Budget.Downstream, WrapTransport: wrap,
+		Timeout: cfg.Budget.Downstream, SettleWindow: cfg.ReleaseSettleWindow, WrapTransport: wrap,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)

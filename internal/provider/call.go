@@ -49,24 +49,39 @@ func (d *dispatchTrace) clientTrace() *httptrace.ClientTrace {
 // do sends req within the endpoint's timeout. A non-nil error is a *Error
 // classified by how far the request got; any response status is returned
 // for the caller to classify.
+//
+// The caller is answered at its own deadline, but a request already
+// written is not cut off then: the provider has it and keeps working on
+// it whatever we do, so its connection, which is what MaxConns counts,
+// stays taken until the provider answers, for at most the timeout plus the
+// settle window (how long the provider may go on working on it). Callers giving up on a slow provider (ownership lookups
+// past their short budget, in a latency spike) then wait for a connection
+// instead of piling more concurrent work onto it. A request not yet
+// written is stopped at once, so "never sent" stays provable.
 func (e *endpoint) do(ctx context.Context, req request) (response, error) {
 	if err := ctx.Err(); err != nil {
 		return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("context done before dispatch: %w", err)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	callerCtx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	// The request's own context keeps the caller's values, not its
+	// cancellation: it ends with the provider's answer, when stopped, or
+	// once the provider can no longer be working on it.
+	sendCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), e.held)
 
 	var body io.Reader
 	if req.body != nil {
 		encoded, err := json.Marshal(req.body)
 		if err != nil {
+			stop()
 			return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("encode request: %w", err)}
 		}
 		body = bytes.NewReader(encoded)
 	}
 	trace := &dispatchTrace{}
-	httpReq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace.clientTrace()), req.method, req.url.String(), body)
+	httpReq, err := http.NewRequestWithContext(httptrace.WithClientTrace(sendCtx, trace.clientTrace()), req.method, req.url.String(), body)
 	if err != nil {
+		stop()
 		return response{}, &Error{Class: ClassNotDispatched, Op: req.op, Err: fmt.Errorf("build request: %w", err)}
 	}
 	// Without GetBody net/http cannot replay the POST on a stale keep-alive
@@ -84,17 +99,44 @@ func (e *endpoint) do(ctx context.Context, req request) (response, error) {
 	}
 	httpReq.Header.Del("Authorization") // never anyone's token, whatever a hook added
 
-	resp, err := e.client.Do(httpReq)
-	if err != nil {
-		return response{}, &Error{Class: classifyTransport(err, trace), Op: req.op, Err: err}
+	type roundTrip struct {
+		out response
+		err error
 	}
-	defer resp.Body.Close()
-	out := response{status: resp.StatusCode}
-	out.body, out.bodyErr = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if out.bodyErr == nil && len(out.body) > MaxResponseBytes {
-		out.bodyErr = errTooLarge
+	done := make(chan roundTrip, 1)
+	go func() {
+		defer stop()
+		resp, err := e.client.Do(httpReq)
+		if err != nil {
+			done <- roundTrip{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		out := response{status: resp.StatusCode}
+		out.body, out.bodyErr = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+		if out.bodyErr == nil && len(out.body) > MaxResponseBytes {
+			out.bodyErr = errTooLarge
+		}
+		done <- roundTrip{out: out}
+	}()
+
+	var rt roundTrip
+	select {
+	case rt = <-done:
+	case <-callerCtx.Done():
+		if trace.wroteRequest.Load() {
+			// Sent: left to finish in the background, holding its
+			// connection; this caller learns nothing more.
+			return response{}, &Error{Class: ClassUnknown, Op: req.op,
+				Err: fmt.Errorf("no answer before the caller's deadline: %w", callerCtx.Err())}
+		}
+		stop() // not (wholly) written: stopped, and classified by how far it got
+		rt = <-done
 	}
-	return out, nil
+	if rt.err != nil {
+		return response{}, &Error{Class: classifyTransport(rt.err, trace), Op: req.op, Err: rt.err}
+	}
+	return rt.out, nil
 }
 
 var errTooLarge = fmt.Errorf("response body exceeds %d bytes", MaxResponseBytes)

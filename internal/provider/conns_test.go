@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,4 +128,73 @@ func TestWrapTransportKeepsTheConnectionCap(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(8), calls.Load())
 	assert.LessOrEqual(t, sim.Stats().MaxInFlight, 2)
+}
+
+// A request whose caller gives up after it was sent is still the
+// provider's work: it goes on answering it. Its connection, which is what
+// MaxConns counts, stays taken until the provider answers (or the call's
+// own Timeout), so callers abandoning slow requests (an ownership lookup
+// past its short budget, in a latency spike) cannot pile more concurrent
+// work onto the provider than MaxConns. The caller itself is answered at
+// its own deadline, as before; a request that was never sent is stopped.
+func TestARequestItsCallerAbandonedStillCountsAgainstMaxConns(t *testing.T) {
+	sim, url := startRisk(t)
+	require.NoError(t, sim.SetFaults(riskapi.Faults{LatencyMS: 400}))
+	const maxConns = 2
+	c := riskClient(t, url, maxConns, 5*time.Second)
+
+	var wg sync.WaitGroup
+	var abandoned atomic.Int32
+	for range 12 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := c.GetOrder(ctx, "O20260728001")
+			if err != nil {
+				abandoned.Add(1)
+			}
+			assert.Less(t, time.Since(start), 300*time.Millisecond, "the caller is answered at its own deadline")
+		})
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	require.Equal(t, int32(12), abandoned.Load(), "every caller gave up before the provider answered")
+	assert.Eventually(t, func() bool { return sim.Stats().MaxInFlight > 0 }, time.Second, 10*time.Millisecond)
+	assert.LessOrEqual(t, sim.Stats().MaxInFlight, maxConns,
+		"abandoned requests the provider was still working on, plus new ones, exceeded MaxConns")
+}
+
+// A provider that never answers does not keep an abandoned request's
+// connection forever: it is given up once the provider can no longer be
+// working on it (Timeout plus SettleWindow), and the next call is sent. A
+// call that found no free connection before its own deadline was never
+// sent, and says so.
+func TestAnAbandonedRequestHoldsItsConnectionForAtMostTimeoutAndSettleWindow(t *testing.T) {
+	var received atomic.Int32
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+		<-r.Context().Done() // never answers; ends when the client hangs up
+	}))
+	t.Cleanup(hang.Close)
+	c, err := provider.NewRiskClient(provider.RiskConfig{BaseURL: hang.URL, APIKey: apiKey, MaxConns: 1,
+		Timeout: 300 * time.Millisecond, SettleWindow: 200 * time.Millisecond})
+	require.NoError(t, err)
+	lookup := func(wait time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := c.GetOrder(ctx, "O20260728001")
+		return err
+	}
+
+	start := time.Now()
+	require.Error(t, lookup(50*time.Millisecond), "abandoned at the caller's deadline")
+	var pe *provider.Error
+	require.ErrorAs(t, lookup(100*time.Millisecond), &pe, "its connection is still the abandoned request's")
+	assert.Equal(t, provider.ClassNotDispatched, pe.Class, "never sent: no connection was free")
+	assert.Equal(t, int32(1), received.Load())
+
+	time.Sleep(time.Until(start.Add(600 * time.Millisecond)))
+	require.Error(t, lookup(100*time.Millisecond))
+	assert.Equal(t, int32(2), received.Load(), "the connection was given up after Timeout plus SettleWindow")
 }

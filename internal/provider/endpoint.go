@@ -26,6 +26,11 @@ type ClientConfig struct {
 	// Timeout bounds each call; the effective deadline is the earlier of
 	// this and the context's.
 	Timeout time.Duration
+	// SettleWindow is how long after a call's Timeout the provider may
+	// still be working on it (the family's settle window). A sent request
+	// whose caller gave up keeps its connection, and so its place under
+	// MaxConns, until the provider answers, for at most Timeout plus this.
+	SettleWindow time.Duration
 	// HTTPClient replaces the default client (e.g. an X-Ray instrumented
 	// one). It is copied; redirects and cookies are disabled on the copy.
 	HTTPClient *http.Client
@@ -40,7 +45,9 @@ type endpoint struct {
 	base    *url.URL
 	apiKey  string
 	timeout time.Duration
-	client  *http.Client
+	// held bounds a sent request whose caller gave up (do).
+	held   time.Duration
+	client *http.Client
 }
 
 func newEndpoint(name string, cfg ClientConfig) (*endpoint, error) {
@@ -56,6 +63,9 @@ func newEndpoint(name string, cfg ClientConfig) (*endpoint, error) {
 	}
 	if cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("%s: Timeout must be positive: it bounds every call", name)
+	}
+	if cfg.SettleWindow < 0 {
+		return nil, fmt.Errorf("%s: SettleWindow must not be negative", name)
 	}
 	var client *http.Client
 	switch {
@@ -79,7 +89,7 @@ func newEndpoint(name string, cfg ClientConfig) (*endpoint, error) {
 	// redirects (a 3xx is not an answer we can classify as an effect).
 	client.Jar = nil
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &endpoint{base: base, apiKey: cfg.APIKey, timeout: cfg.Timeout, client: client}, nil
+	return &endpoint{base: base, apiKey: cfg.APIKey, timeout: cfg.Timeout, held: cfg.Timeout + cfg.SettleWindow, client: client}, nil
 }
 
 // newTransport is HTTP/1.1 only, so that MaxConnsPerHost caps concurrent
