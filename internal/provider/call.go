@@ -124,6 +124,11 @@ func (e *endpoint) do(ctx context.Context, req request) (response, error) {
 	select {
 	case rt = <-done:
 	case <-callerCtx.Done():
+		select {
+		case rt = <-done: // answered just as the caller's deadline came: the answer counts
+			return answered(req, rt.out, rt.err, trace)
+		default:
+		}
 		if trace.wroteRequest.Load() {
 			// Sent: left to finish in the background, holding its
 			// connection; this caller learns nothing more.
@@ -133,10 +138,15 @@ func (e *endpoint) do(ctx context.Context, req request) (response, error) {
 		stop() // not (wholly) written: stopped, and classified by how far it got
 		rt = <-done
 	}
-	if rt.err != nil {
-		return response{}, &Error{Class: classifyTransport(rt.err, trace), Op: req.op, Err: rt.err}
+	return answered(req, rt.out, rt.err, trace)
+}
+
+// answered is do's result for a round trip that ended.
+func answered(req request, out response, err error, trace *dispatchTrace) (response, error) {
+	if err != nil {
+		return response{}, &Error{Class: classifyTransport(err, trace), Op: req.op, Err: err}
 	}
-	return rt.out, nil
+	return out, nil
 }
 
 var errTooLarge = fmt.Errorf("response body exceeds %d bytes", MaxResponseBytes)
