@@ -104,6 +104,7 @@ type fixture struct {
 
 type fixtureOptions struct {
 	recovery tools.Recovery
+	skew     time.Duration
 }
 
 // newFixture wires a fresh table on the shared engine, a Risk API
@@ -134,7 +135,8 @@ func newFixture(t *testing.T, opts ...func(*fixtureOptions)) fixture {
 		Budget: admission.BudgetConfig{
 			Auth: time.Second, Store: 5 * time.Second, Downstream: 2 * time.Second, Reserve: 100 * time.Millisecond,
 		},
-		Clock: clock.Now,
+		Clock:          clock.Now,
+		ClockSkewBound: o.skew,
 	})
 	require.NoError(t, err)
 	return fixture{
@@ -145,6 +147,11 @@ func newFixture(t *testing.T, opts ...func(*fixtureOptions)) fixture {
 
 func withRecovery(mutate func(*tools.Recovery)) func(*fixtureOptions) {
 	return func(o *fixtureOptions) { mutate(&o.recovery) }
+}
+
+// withClockSkewBound sets the executor's clock skew bound.
+func withClockSkewBound(d time.Duration) func(*fixtureOptions) {
+	return func(o *fixtureOptions) { o.skew = d }
 }
 
 func identity(d time.Duration) time.Duration { return d }

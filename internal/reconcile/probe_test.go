@@ -128,3 +128,45 @@ func TestUnknownOlderThanMaxAgeIsDecidedByDecisiveEvidence(t *testing.T) {
 		})
 	}
 }
+
+// One match from a lookup that may hide others (not authoritative) is not
+// "exactly one": it proves the effect exists, not that it is the only one,
+// so nothing is settled on it and nobody gets a receipt.
+func TestOneMatchFromANonAuthoritativeLookupIsNotExactlyOne(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service(t, stubProbe{WriteTool: f.family, result: tools.ProbeResult{
+		Matches: []string{"rv-000001"}, Authoritative: false, Source: "search",
+	}})
+	op := f.toUnknown(t, f.storedOp(t, "op-onehidden-01", orderID(14), time.Minute))
+	f.clock.Advance(riskreviewSettle)
+
+	res, err := svc.Reconcile(context.Background(), op)
+	require.NoError(t, err)
+	assert.NotEqual(t, operation.EventProbeFoundOne, res.Event)
+	got := f.get(t, op.Handle)
+	assert.NotEqual(t, operation.StateSucceeded, got.State, "settled on a match that may not be the only one")
+	assert.Empty(t, got.Receipt)
+}
+
+// A PENDING operation's lease is its dispatcher's clock, which may be
+// behind the reconciler's by up to the skew bound: the lease is expired
+// (dispatcher_lost) only once it has surely ended on every clock, never
+// while the dispatcher may still be inside it.
+func TestALeaseIsExpiredOnlyOnceItHasEndedOnEveryClockWithinTheSkewBound(t *testing.T) {
+	const skew = 5 * time.Second
+	f := newFixture(t, withClockSkewBound(skew))
+	svc := f.service(t)
+	op := f.storedOp(t, "op-leaseskew-01", orderID(15), 10*time.Second)
+
+	f.clock.Advance(op.DueAt.Sub(f.clock.Now()) + skew - time.Millisecond)
+	res, err := svc.Reconcile(context.Background(), op)
+	require.NoError(t, err)
+	assert.True(t, res.Skipped, "the lease may not have ended on the dispatcher's clock: %+v", res)
+	assert.Equal(t, operation.StatePending, f.get(t, op.Handle).State)
+
+	f.clock.Advance(2 * time.Millisecond)
+	res, err = svc.Reconcile(context.Background(), op)
+	require.NoError(t, err)
+	assert.False(t, res.Skipped, "past the lease and the skew bound: %+v", res)
+	assert.NotEqual(t, operation.StatePending, f.get(t, op.Handle).State)
+}
