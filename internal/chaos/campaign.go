@@ -8,6 +8,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/stack"
+	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/streampoll"
 )
 
@@ -253,6 +255,11 @@ func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([
 		if op, ok := reads[h]; ok {
 			r.Final = &op
 			r.EffectKey = effectKey(p.tool, anyMap(op.Target))
+			holder, err := c.observer.BusinessKeyHolder(ctx, op.Key.Tool, op.BusinessKey)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, ce, fmt.Errorf("cell %d: business key of %s: %w", c.idx, op.Handle, err)
+			}
+			r.BusinessKeyHolder = holder
 			if p.tool == toolRisk {
 				ids, err := c.effectsOf(ctx, op)
 				if err != nil {

@@ -42,6 +42,9 @@ type OpRecord struct {
 	OperationID string
 	EffectKey   string // business fact the provider's effects are counted by
 	Final       *operation.Operation
+	// BusinessKeyHolder is the handle the table's business-key item of
+	// Final names ("" when the fact is free), read after the quiet phase.
+	BusinessKeyHolder string
 }
 
 // Evidence is everything the checker judges: the history, the final
@@ -136,6 +139,33 @@ func checkOneEffect(ev Evidence) []Violation {
 			v.Cell, v.Handle = ops[0].Cell, ops[0].Handle
 		}
 		out = append(out, v)
+	}
+	return append(out, checkBusinessKeyHolders(ev)...)
+}
+
+// checkBusinessKeyHolders: every operation that is not FAILED holds its
+// business key in the table (else the same fact could be created again),
+// and a FAILED one holds it no more (else the fact, proven not created,
+// could never be asked for again).
+func checkBusinessKeyHolders(ev Evidence) []Violation {
+	var out []Violation
+	seen := map[string]bool{}
+	for _, r := range ev.Ops {
+		if r.Final == nil || seen[cellKey(r.Cell, r.Final.Handle)] {
+			continue
+		}
+		seen[cellKey(r.Cell, r.Final.Handle)] = true
+		holds := r.BusinessKeyHolder == r.Final.Handle
+		var detail string
+		switch {
+		case r.Final.State == operation.StateFailed && holds:
+			detail = fmt.Sprintf("%s is FAILED but still holds business key %s: the fact can never be asked for again", r.Final.Handle, r.Final.BusinessKey)
+		case r.Final.State != operation.StateFailed && !holds:
+			detail = fmt.Sprintf("%s is %s but business key %s is held by %q: the fact could be created again", r.Final.Handle, r.Final.State, r.Final.BusinessKey, r.BusinessKeyHolder)
+		default:
+			continue
+		}
+		out = append(out, Violation{Invariant: InvOneEffect, Cell: r.Cell, Handle: r.Final.Handle, OperationID: r.OperationID, Persona: r.Persona, Detail: detail})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func cleanEvidence() Evidence {
 	return Evidence{
 		Seed: 7,
 		Ops: []OpRecord{{Cell: 0, Handle: handle, Persona: "ALICE", Tenant: "M1", ClientID: "support-assistant",
-			Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728001", Final: &op}},
+			Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728001", Final: &op, BusinessKeyHolder: handle}},
 		EffectsByKey: map[string][]string{"0/risk|O20260728001": {"rv-1"}},
 		RiskByHandle: map[string][]string{"0/" + handle: {"rv-1"}},
 		MaxInFlight:  map[string]int{"0/risk": 2}, InFlightCap: map[string]int{"0/risk": 4},
@@ -253,7 +254,7 @@ func ticketIncidentEvidence(named string, duplicates int) Evidence {
 	return Evidence{
 		Seed: 8,
 		Ops: []OpRecord{{Cell: 0, Handle: handle, Persona: "DEPLOYER", Tenant: "T1", ClientID: "deploy-bot", Tool: toolTicket,
-			OperationID: "op-00000002", EffectKey: "ticket|payments-api/abc0001/staging", Final: &op}},
+			OperationID: "op-00000002", EffectKey: "ticket|payments-api/abc0001/staging", Final: &op, BusinessKeyHolder: handle}},
 		EffectsByKey: map[string][]string{"0/ticket|payments-api/abc0001/staging": {"ticket-1", "ticket-2"}},
 		MaxQueueWait: 200 * time.Millisecond, OverloadSlack: time.Second,
 	}
@@ -335,7 +336,7 @@ func TestCheckerAcceptsATenantReusingAnotherTenantsIDAsANewOperation(t *testing.
 	op := succeededOp(handle, "rv-2")
 	op.TenantID, op.Payload = "M2", map[string]string{"order_id": "O20260728051", "reason": "manual check"}
 	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: handle, Persona: "BOB", Tenant: "M2", ClientID: "support-assistant",
-		Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728051", Final: &op})
+		Tool: toolRisk, OperationID: "op-00000001", EffectKey: "risk|O20260728051", Final: &op, BusinessKeyHolder: handle})
 	ev.EffectsByKey["0/risk|O20260728051"] = []string{"rv-2"}
 	ev.RiskByHandle["0/"+handle] = []string{"rv-2"}
 	ev.History.Calls = append(ev.History.Calls, Call{Seq: 2, Persona: "BOB", Tool: toolRisk, OperationID: "op-00000001",
@@ -510,4 +511,32 @@ func TestCheckerDoesNotTakeAnErrorAnswerNamingAHandleForARefusal(t *testing.T) {
 	vs := Check(ev)
 	require.Len(t, vs, 2)
 	require.Contains(t, vs[1].Detail, "0 OVERLOADED answers, at least 16 required")
+}
+
+// Invariant 1 reads the table's business keys too: a live operation whose
+// fact is free could see the fact created again, and a FAILED one still
+// holding it would refuse every later request for the fact.
+func TestCheckerFlagsABusinessKeyHeldByAFailedOperationOrFreedUnderALiveOne(t *testing.T) {
+	freed := cleanEvidence()
+	freed.Ops[0].BusinessKeyHolder = ""
+	vs := Check(freed)
+	require.Len(t, vs, 1)
+	require.Equal(t, InvOneEffect, vs[0].Invariant)
+	require.Contains(t, vs[0].Detail, "could be created again")
+
+	kept := cleanEvidence()
+	failed := *kept.Ops[0].Final
+	failed.State, failed.Outcome, failed.ResourceID = operation.StateFailed, operation.OutcomeFailedWithoutEffect, ""
+	failed.Journal = append(failed.Journal[:2:2], operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second),
+		From: operation.StatePending, To: operation.StateFailed})
+	kept.Ops[0].Final = &failed
+	kept.EffectsByKey = map[string][]string{}
+	kept.RiskByHandle = map[string][]string{}
+	found := false
+	for _, v := range Check(kept) {
+		if v.Invariant == InvOneEffect && strings.Contains(v.Detail, "FAILED but still holds") {
+			found = true
+		}
+	}
+	require.True(t, found, "a FAILED operation still holding its business key is flagged")
 }

@@ -506,6 +506,18 @@ func decodeOperation(handle string, item map[string]types.AttributeValue) (opera
 	return op, it.InsertNonce, err
 }
 
+// BusinessKeyHolder is the handle of the operation that holds a tool's
+// business key (a consistent read), or ErrNotFound when none does: the
+// fact is free. For checks of the table from outside (the fault campaign);
+// the write path never reads before it writes.
+func (s *Store) BusinessKeyHolder(ctx context.Context, tool, key string) (string, error) {
+	bk, err := s.getBusinessKey(ctx, tool, key)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(bk.Holder, opPrefix), nil
+}
+
 func (s *Store) getBusinessKey(ctx context.Context, tool, key string) (bkItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(tool, key)), ConsistentRead: aws.Bool(true),
