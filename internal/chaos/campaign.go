@@ -130,13 +130,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 
-	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, RiskByHandle: map[string][]string{},
+	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, ExcusedByKey: map[string]int{}, RiskByHandle: map[string][]string{},
 		MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack,
 		GateMaxInFlight: cfg.MaxInFlight, GateMaxQueue: cfg.MaxQueue}
 	for i := range cells {
 		ev.Ops = append(ev.Ops, records[i]...)
 		for k, v := range evidence[i].byKey {
 			ev.EffectsByKey[k] = v
+		}
+		for k, v := range evidence[i].excused {
+			ev.ExcusedByKey[k] = v
 		}
 		for k, v := range evidence[i].riskByHandle {
 			ev.RiskByHandle[k] = v
@@ -168,6 +171,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 type cellEvidence struct {
 	byKey        map[string][]string
+	excused      map[string]int
 	riskByHandle map[string][]string
 	maxInFlight  map[string]int
 	inFlightCap  int
@@ -247,7 +251,7 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 // gather takes every known operation's final state (the reads of the
 // quiet phase, updated by the operator) and reads the providers' records.
 func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([]OpRecord, cellEvidence, error) {
-	ce := cellEvidence{byKey: map[string][]string{}, riskByHandle: map[string][]string{}, maxInFlight: map[string]int{}}
+	ce := cellEvidence{byKey: map[string][]string{}, excused: map[string]int{}, riskByHandle: map[string][]string{}, maxInFlight: map[string]int{}}
 	var out []OpRecord
 	for h, p := range handles.m {
 		r := OpRecord{Cell: c.idx, Handle: h, Persona: p.persona.Name, Tenant: p.persona.Merchant, ClientID: p.persona.ClientID,
@@ -299,6 +303,9 @@ func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([
 			return nil, ce, err
 		}
 		ce.byKey[cellKey(c.idx, "ticket|"+target)] = ids
+	}
+	for target, n := range ts.BrokenPromisesByTarget {
+		ce.excused[cellKey(c.idx, "ticket|"+target)] = n
 	}
 	ce.maxInFlight[fmt.Sprintf("%d/risk", c.idx)] = rs.MaxInFlight
 	ce.maxInFlight[fmt.Sprintf("%d/release", c.idx)] = ts.MaxInFlight

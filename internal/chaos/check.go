@@ -56,6 +56,10 @@ type Evidence struct {
 	// EffectsByKey: resource ids at the provider per business fact
 	// (cell-qualified EffectKey).
 	EffectsByKey map[string][]string
+	// ExcusedByKey: per ticket target (cell-qualified EffectKey), the
+	// tickets the Release simulator made by breaking its own promises; an
+	// incident may excuse those, and no more.
+	ExcusedByKey map[string]int
 	// RiskByHandle: risk reviews created with the handle as request key.
 	RiskByHandle map[string][]string
 	// MaxInFlight per cell and provider ("0/risk"), and its cap.
@@ -115,6 +119,17 @@ func checkOneEffect(ev Evidence) []Violation {
 			continue
 		}
 		ops := byKey[key]
+		if strings.HasPrefix(strings.SplitN(key, "/", 2)[1], "ticket|") && len(effects) > 1+ev.ExcusedByKey[key] {
+			// An incident names duplicates; it does not excuse ones the
+			// provider's broken promises cannot explain: those are ours.
+			v := Violation{Invariant: InvOneEffect, Detail: fmt.Sprintf("business key %s has %d tickets %v, but the provider broke its promise only %d time(s) there: the others are this server's",
+				key, len(effects), effects, ev.ExcusedByKey[key])}
+			if len(ops) > 0 {
+				v.Cell, v.Handle = ops[0].Cell, ops[0].Handle
+			}
+			out = append(out, v)
+			continue
+		}
 		var unnamed []string
 		named := slices.ContainsFunc(ops, func(r OpRecord) bool {
 			if r.Final.State != operation.StateEscalated || r.Final.Outcome != operation.OutcomeIncidentMultipleEffects ||

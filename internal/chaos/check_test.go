@@ -256,6 +256,8 @@ func ticketIncidentEvidence(named string, duplicates int) Evidence {
 		Ops: []OpRecord{{Cell: 0, Handle: handle, Persona: "DEPLOYER", Tenant: "T1", ClientID: "deploy-bot", Tool: toolTicket,
 			OperationID: "op-00000002", EffectKey: "ticket|payments-api/abc0001/staging", Final: &op, BusinessKeyHolder: handle}},
 		EffectsByKey: map[string][]string{"0/ticket|payments-api/abc0001/staging": {"ticket-1", "ticket-2"}},
+		// The late commit past the deadline: the provider's broken promise.
+		ExcusedByKey: map[string]int{"0/ticket|payments-api/abc0001/staging": 1},
 		MaxQueueWait: 200 * time.Millisecond, OverloadSlack: time.Second,
 	}
 }
@@ -264,6 +266,18 @@ func TestCheckerAcceptsALateCommitBeyondThePromiseNamedByTheAuditsIncident(t *te
 	ev := ticketIncidentEvidence("ticket-1, ticket-2", 2)
 	require.Empty(t, journalProblem(*ev.Ops[0].Final), "the hand-made journal must itself be legal")
 	require.NotContains(t, invariantsOf(Check(ev)), InvOneEffect)
+}
+
+// An incident names every ticket, but only tickets the provider made by
+// breaking its promises are excused: a second ticket it did not cause
+// (say, a re-send after a lookup that failed was taken for absence) is the
+// server's, incident or not.
+func TestCheckerFlagsASecondTicketNoBrokenPromiseExplainsEvenUnderAnIncident(t *testing.T) {
+	ev := ticketIncidentEvidence("ticket-1, ticket-2", 2)
+	ev.ExcusedByKey = map[string]int{}
+	vs := Check(ev)
+	require.Contains(t, invariantsOf(vs), InvOneEffect)
+	require.Contains(t, vs[0].Detail, "broke its promise only 0 time(s)")
 }
 
 func TestCheckerFlagsAnIncidentThatDoesNotNameEveryTicket(t *testing.T) {

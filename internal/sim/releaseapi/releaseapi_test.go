@@ -192,7 +192,7 @@ func TestResetClearsTicketsFaultsAndCounters(t *testing.T) {
 
 	status, _ := simtest.Raw(t, f.server, http.MethodPost, "/_sim/reset", nil, nil)
 	require.Equal(t, http.StatusNoContent, status)
-	assert.Equal(t, releaseapi.Stats{TicketsByTarget: map[string]int{}}, f.sim.Stats())
+	assert.Equal(t, releaseapi.Stats{TicketsByTarget: map[string]int{}, BrokenPromisesByTarget: map[string]int{}}, f.sim.Stats())
 
 	_, err = f.client.GetTicket(context.Background(), first.TicketID)
 	providertest.RequireClass(t, provider.ClassNotFound, err)
@@ -211,8 +211,8 @@ func TestStatsHaveExactlyTheContractFields(t *testing.T) {
 
 	status, body := simtest.Raw(t, f.server, http.MethodGet, "/_sim/stats", nil, nil)
 	require.Equal(t, http.StatusOK, status)
-	assert.Equal(t, []string{"create_calls", "creates_past_deadline", "foreign_authorization_seen", "get_calls", "late_commits_scheduled", "max_in_flight", "search_calls", "tickets_by_target", "tickets_committed"}, simtest.Fields(t, body))
-	assert.JSONEq(t, `{"create_calls":1,"tickets_committed":1,"tickets_by_target":{"payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu":1},"search_calls":0,"get_calls":0,"max_in_flight":1,"foreign_authorization_seen":false,"late_commits_scheduled":0,"creates_past_deadline":0}`, string(body))
+	assert.Equal(t, []string{"broken_promises_by_target", "create_calls", "creates_past_deadline", "foreign_authorization_seen", "get_calls", "late_commits_scheduled", "max_in_flight", "search_calls", "tickets_by_target", "tickets_committed"}, simtest.Fields(t, body))
+	assert.JSONEq(t, `{"broken_promises_by_target":{},"create_calls":1,"tickets_committed":1,"tickets_by_target":{"payments-api/8bc911d0a3c4e5f60718293a4b5c6d7e8f901234/production-eu":1},"search_calls":0,"get_calls":0,"max_in_flight":1,"foreign_authorization_seen":false,"late_commits_scheduled":0,"creates_past_deadline":0}`, string(body))
 }
 
 func TestServiceKeyAndForeignAuthorization(t *testing.T) {

@@ -99,7 +99,7 @@ func (s *Server) resetLocked() {
 	s.latency = 0
 	s.lateOverrun = DefaultLateCommitOverrun
 	s.lateCommits = nil
-	s.counters = Stats{TicketsByTarget: make(map[string]int)}
+	s.counters = Stats{TicketsByTarget: make(map[string]int), BrokenPromisesByTarget: make(map[string]int)}
 }
 
 // arrive counts a call in *counter, then waits out the configured latency

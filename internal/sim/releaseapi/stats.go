@@ -11,6 +11,12 @@ type Stats struct {
 	TicketsCommitted int `json:"tickets_committed"`
 	// TicketsByTarget is keyed "service/commit/environment".
 	TicketsByTarget map[string]int `json:"tickets_by_target"`
+	// BrokenPromisesByTarget counts, per target, the tickets this
+	// simulator made by breaking its promises: the second ticket of a
+	// duplicate_then_drop create, and a commit_late_beyond_deadline commit
+	// landing past its deadline. They are the only extra tickets a caller
+	// is excused for.
+	BrokenPromisesByTarget map[string]int `json:"broken_promises_by_target"`
 	// LateCommitsScheduled counts creates a late-commit fault queued.
 	LateCommitsScheduled int `json:"late_commits_scheduled"`
 	// CreatesPastDeadline counts creates refused with
@@ -34,6 +40,7 @@ func (s *Server) Stats() Stats {
 	s.materializeLocked()
 	snapshot := s.counters
 	snapshot.TicketsByTarget = maps.Clone(s.counters.TicketsByTarget)
+	snapshot.BrokenPromisesByTarget = maps.Clone(s.counters.BrokenPromisesByTarget)
 	s.mu.Unlock()
 	snapshot.MaxInFlight = s.traffic.MaxInFlight()
 	snapshot.ForeignAuthorizationSeen = s.traffic.ForeignAuthorizationSeen()

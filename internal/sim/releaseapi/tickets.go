@@ -62,6 +62,8 @@ type deadlinePassedBody struct {
 type lateCommit struct {
 	req createRequest
 	at  time.Time
+	// broken: it lands past the create's commit deadline.
+	broken bool
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +110,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault == CreateDuplicateThenDrop {
-		s.commit(req)
+		extra := s.commit(req)
+		s.mu.Lock()
+		s.counters.BrokenPromisesByTarget[extra.Target()]++
+		s.mu.Unlock()
 		fault = CreateDropResponseAfterCommit // and the answer is lost as for one
 	}
 	if simhttp.FailAfterCommit(w, string(fault)) {
@@ -148,10 +153,11 @@ func (s *Server) scheduleLateCommit(req createRequest, fault CreateMode, overrun
 	if req.CommitDeadline != nil {
 		at = *req.CommitDeadline
 	}
+	broken := fault == CreateCommitLateBeyondDeadline && req.CommitDeadline != nil && overrun > 0
 	if fault == CreateCommitLateBeyondDeadline {
 		at = at.Add(overrun)
 	}
-	s.lateCommits = append(s.lateCommits, lateCommit{req: req, at: at})
+	s.lateCommits = append(s.lateCommits, lateCommit{req: req, at: at, broken: broken})
 	s.counters.LateCommitsScheduled++
 }
 
@@ -173,7 +179,10 @@ func (s *Server) materializeLocked() {
 	s.lateCommits = kept
 	slices.SortStableFunc(due, func(a, b lateCommit) int { return a.at.Compare(b.at) })
 	for _, lc := range due {
-		s.commitLocked(lc.req, lc.at.UTC())
+		t := s.commitLocked(lc.req, lc.at.UTC())
+		if lc.broken {
+			s.counters.BrokenPromisesByTarget[t.Target()]++
+		}
 	}
 }
 
