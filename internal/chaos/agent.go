@@ -74,8 +74,10 @@ var (
 	releaseCreateModes = []releaseapi.CreateMode{releaseapi.CreateDropResponseAfterCommit, releaseapi.CreateTimeoutBeforeCommit, releaseapi.CreateError500BeforeCommit, releaseapi.CreateDuplicateThenDrop, releaseapi.CreateError500AfterCommit, releaseapi.CreateReject}
 	// releaseLateModes commit a create after its caller gave up: at the
 	// commit deadline (the promise kept) or past it (the promise broken,
-	// which the duplicate audit must turn into an incident).
-	releaseLateModes   = []releaseapi.CreateMode{releaseapi.CreateCommitLateWithinDeadline, releaseapi.CreateCommitLateBeyondDeadline}
+	// which the duplicate audit must turn into an incident), or just after
+	// the re-send for its target (broken at the worst moment: only the
+	// duplicate audit can see it).
+	releaseLateModes   = []releaseapi.CreateMode{releaseapi.CreateCommitLateWithinDeadline, releaseapi.CreateCommitLateBeyondDeadline, releaseapi.CreateCommitOnResend}
 	releaseSearchModes = []releaseapi.SearchMode{releaseapi.SearchHide, releaseapi.SearchTimeout}
 	ticketServices     = []string{"payments-api", "orders-api"}
 	ticketEnvironments = []string{"production-eu", "staging"}

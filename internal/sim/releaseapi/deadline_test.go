@@ -121,3 +121,29 @@ func TestLatencyCannotCommitPastTheDeadline(t *testing.T) {
 	}())
 	assert.Equal(t, 0, sim.Stats().TicketsCommitted)
 }
+
+// commit_on_resend is the broken promise the duplicate audit exists for,
+// at the worst moment: the held create stays invisible through every
+// search (absence looks proven), and commits just after the re-send for
+// the same target has made its own ticket. It counts as a broken promise
+// once it lands past its deadline.
+func TestCommitOnResendCommitsTheHeldCreateJustAfterTheNextCreateForItsTarget(t *testing.T) {
+	f := newFixture(t, 0, 200*time.Millisecond)
+	deadline := lateCommit(t, f, releaseapi.CreateCommitOnResend, 0)
+
+	f.clock.Advance(time.Minute)
+	found, err := f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	require.True(t, found.Covers(deadline))
+	assert.Empty(t, found.Tickets, "absence looks proven")
+
+	resent, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err, "the re-send is answered with its own ticket")
+	stats := f.sim.Stats()
+	assert.Equal(t, 2, stats.TicketsByTarget[paymentsTarget], "and the held create lands right after it")
+	assert.Equal(t, 1, stats.BrokenPromisesByTarget[paymentsTarget], "past its deadline: a broken promise")
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	require.Len(t, found.Tickets, 2)
+	assert.Equal(t, resent.TicketID, found.Tickets[0].TicketID)
+}

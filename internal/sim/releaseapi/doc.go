@@ -24,8 +24,8 @@
 // absence only if the watermark is past the latest instant the create could
 // have committed. With a commit_deadline that instant is the deadline: the
 // simulator never commits a create after it (the promise), except under
-// the commit_late_beyond_deadline fault, which breaks the promise on
-// purpose. Late-commit faults queue the commit and apply it at its time on
+// the commit_late_beyond_deadline and commit_on_resend faults, which break
+// the promise on purpose. Late-commit faults queue the commit and apply it at its time on
 // the next request of any kind. Search filters are optional and exact; an omitted filter
 // matches everything.
 package releaseapi

@@ -46,6 +46,13 @@ const (
 	// DefaultLateCommitOverrun) AFTER the deadline: the provider breaks its
 	// promise. This is the fault the duplicate audit exists for.
 	CreateCommitLateBeyondDeadline CreateMode = "commit_late_beyond_deadline"
+	// CreateCommitOnResend ("commit_on_resend") never answers and stays
+	// invisible to every search until the next create for the same target
+	// arrives (the re-send after absence looked proven); it commits right
+	// after that create's own ticket: two tickets, the second past its
+	// deadline, found only by the duplicate audit. Without a next create it
+	// never commits.
+	CreateCommitOnResend CreateMode = "commit_on_resend"
 )
 
 // LateCommitDelay is when a late-commit fault commits a create that carries
@@ -97,7 +104,7 @@ func (s *Server) SetFaults(f Faults) error {
 		CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
 		CreateError500BeforeCommit, CreateDuplicateThenDrop,
 		CreateError500AfterCommit, CreateReject,
-		CreateCommitLateWithinDeadline, CreateCommitLateBeyondDeadline)
+		CreateCommitLateWithinDeadline, CreateCommitLateBeyondDeadline, CreateCommitOnResend)
 	if err != nil {
 		return fmt.Errorf("create faults: %w", err)
 	}

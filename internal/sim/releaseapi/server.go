@@ -47,7 +47,8 @@ type Server struct {
 	searchLag    time.Duration
 	latency      time.Duration
 	lateOverrun  time.Duration
-	lateCommits  []lateCommit // queued by the late-commit faults
+	lateCommits  []lateCommit    // queued by the late-commit faults
+	onResend     []createRequest // held by commit_on_resend until the next create for their target
 	counters     Stats
 }
 
@@ -99,6 +100,7 @@ func (s *Server) resetLocked() {
 	s.latency = 0
 	s.lateOverrun = DefaultLateCommitOverrun
 	s.lateCommits = nil
+	s.onResend = nil
 	s.counters = Stats{TicketsByTarget: make(map[string]int), BrokenPromisesByTarget: make(map[string]int)}
 }
 

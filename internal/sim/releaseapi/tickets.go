@@ -85,6 +85,16 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	fault := s.createFaults.Next()
 	overrun := s.lateOverrun
 	s.mu.Unlock()
+	if fault == CreateCommitOnResend {
+		s.mu.Lock()
+		s.onResend = append(s.onResend, req)
+		s.counters.LateCommitsScheduled++
+		s.mu.Unlock()
+		if !simhttp.Hold(r.Context(), s.holdLimit) {
+			simhttp.WriteError(w, http.StatusGatewayTimeout, "timeout", "simulated timeout; the create will commit when it is sent again")
+		}
+		return
+	}
 	if fault == CreateCommitLateWithinDeadline || fault == CreateCommitLateBeyondDeadline {
 		s.scheduleLateCommit(req, fault, overrun)
 		// The caller never hears back: its wait ends, the commit comes later.
@@ -109,6 +119,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	s.commitHeldForResend(ticket)
 	if fault == CreateDuplicateThenDrop {
 		extra := s.commit(req)
 		s.mu.Lock()
@@ -132,6 +143,26 @@ func (s *Server) commitByDeadline(req createRequest) (Ticket, bool) {
 		return Ticket{}, false
 	}
 	return s.commitLocked(req, s.clock().UTC()), true
+}
+
+// commitHeldForResend commits every create commit_on_resend held for the
+// target of the ticket just made, right after it.
+func (s *Server) commitHeldForResend(made Ticket) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.onResend[:0]
+	for _, held := range s.onResend {
+		if held.Service != made.Service || held.Commit != made.Commit || held.Environment != made.Environment {
+			kept = append(kept, held)
+			continue
+		}
+		now := s.clock()
+		t := s.commitLocked(held, now.UTC())
+		if held.CommitDeadline != nil && now.After(*held.CommitDeadline) {
+			s.counters.BrokenPromisesByTarget[t.Target()]++
+		}
+	}
+	s.onResend = kept
 }
 
 // commit creates a ticket. There is deliberately no dedupe of any kind.
