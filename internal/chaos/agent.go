@@ -78,7 +78,14 @@ var (
 	// the re-send for its target (broken at the worst moment: only the
 	// duplicate audit can see it).
 	releaseLateModes   = []releaseapi.CreateMode{releaseapi.CreateCommitLateWithinDeadline, releaseapi.CreateCommitLateBeyondDeadline, releaseapi.CreateCommitOnResend}
-	releaseSearchModes = []releaseapi.SearchMode{releaseapi.SearchHide, releaseapi.SearchTimeout}
+	releaseSearchModes = []releaseapi.SearchMode{releaseapi.SearchHide, releaseapi.SearchTimeout, releaseapi.SearchPartial}
+	// committedUnheard are the create modes that commit while the caller
+	// hears nothing of it; pairedSearchModes are what the next search may
+	// then do: time out (a failed lookup is no absence) or return a strict
+	// subset (one match from a lookup that may hide others is not exactly
+	// one).
+	committedUnheard   = map[releaseapi.CreateMode]bool{releaseapi.CreateDropResponseAfterCommit: true, releaseapi.CreateDuplicateThenDrop: true}
+	pairedSearchModes  = []releaseapi.SearchMode{releaseapi.SearchTimeout, releaseapi.SearchPartial}
 	ticketServices     = []string{"payments-api", "orders-api"}
 	ticketEnvironments = []string{"production-eu", "staging"}
 	riskReasons        = []string{"chargeback pattern", "velocity", "address mismatch", "manual check"}
@@ -114,7 +121,18 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				if rng.IntN(4) == 0 {
 					p.provFault = "release:search:" + string(releaseSearchModes[rng.IntN(len(releaseSearchModes))])
 				} else {
-					p.provFault = "release:" + string(ticketModes[rng.IntN(len(ticketModes))])
+					mode := ticketModes[rng.IntN(len(ticketModes))]
+					p.provFault = "release:" + string(mode)
+					if committedUnheard[mode] && rng.IntN(2) == 0 {
+						// Two faults on one operation: its create committed
+						// (once or twice) unheard, and the probe's first
+						// search then fails or hides a ticket. On a commit
+						// of its own, so the create is this plan's (a held
+						// fact would deduplicate it) and so is the search.
+						p.provFault += ":search:" + string(pairedSearchModes[rng.IntN(len(pairedSearchModes))])
+						commit = fmt.Sprintf("%040x", 0xdef0000+cell*100000+i)
+						p.args["commit"], p.changed["commit"] = commit, commit
+					}
 				}
 			}
 		} else {

@@ -167,6 +167,10 @@ func (c *cell) armProviderFault(p plan) {
 		err = c.risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
 	case p.tool == toolRisk:
 		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
+	case len(parts) == 4: // release:<create>:search:<search>, both aimed at this plan's target
+		target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"])
+		err = c.release.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{target: releaseapi.CreateMode(parts[1])},
+			SearchForTarget: map[string]releaseapi.SearchMode{target: releaseapi.SearchMode(parts[3])}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 3:
 		err = c.release.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchMode(parts[2]), Times: 1}}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 2:
@@ -232,7 +236,7 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, opReads, err
 		return 0, nil, fmt.Errorf("chaos: clear risk faults: %w", err)
 	}
 	// Late commits already queued still come: the provider has them.
-	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond)}); err != nil {
+	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond), DropSearchForTarget: true}); err != nil {
 		return 0, nil, fmt.Errorf("chaos: clear release faults: %w", err)
 	}
 	for _, r := range c.replicas {

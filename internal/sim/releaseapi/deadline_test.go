@@ -147,3 +147,76 @@ func TestCommitOnResendCommitsTheHeldCreateJustAfterTheNextCreateForItsTarget(t 
 	require.Len(t, found.Tickets, 2)
 	assert.Equal(t, resent.TicketID, found.Tickets[0].TicketID)
 }
+
+// partial answers a search with every matching ticket but the newest, and
+// says it is incomplete: a lookup that may hide others. One ticket of two
+// from it is not "exactly one".
+func TestSearchPartialOmitsTheNewestMatchAndSaysItIsIncomplete(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	first, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+	_, err = f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Search: []releaseapi.SearchFault{{Mode: releaseapi.SearchPartial, Times: 1}}}))
+
+	found, err := f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.False(t, found.Complete)
+	require.Len(t, found.Tickets, 1)
+	assert.Equal(t, first.TicketID, found.Tickets[0].TicketID)
+
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.True(t, found.Complete, "one search only")
+	assert.Len(t, found.Tickets, 2)
+}
+
+// A search fault can be aimed at one target: the next search naming it
+// gets the mode, whatever other faults are set meanwhile, and searches of
+// other targets are untouched.
+func TestASearchFaultAimedAtATargetHitsTheNextSearchForItOnly(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	_, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{SearchForTarget: map[string]releaseapi.SearchMode{paymentsTarget: releaseapi.SearchHide}}))
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{LatencyMS: 1}), "another operation's faults")
+
+	other := payments
+	other.Environment = "staging"
+	found, err := f.client.SearchTickets(context.Background(), other.Target())
+	require.NoError(t, err)
+	assert.True(t, found.Complete, "another target is untouched")
+
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.False(t, found.Complete)
+	assert.Empty(t, found.Tickets)
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.True(t, found.Complete, "once")
+	assert.Len(t, found.Tickets, 1)
+
+	require.Error(t, f.sim.SetFaults(releaseapi.Faults{SearchForTarget: map[string]releaseapi.SearchMode{paymentsTarget: "sometimes"}}))
+
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{SearchForTarget: map[string]releaseapi.SearchMode{paymentsTarget: releaseapi.SearchHide}}))
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{DropSearchForTarget: true}))
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.True(t, found.Complete, "dropped before it was used")
+}
+
+// A create fault aimed at a target hits the next create for it only.
+func TestACreateFaultAimedAtATargetHitsTheNextCreateForItOnly(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{paymentsTarget: releaseapi.CreateDuplicateThenDrop}}))
+	other := payments
+	other.Environment = "staging"
+	_, err := f.client.CreateTicket(context.Background(), other)
+	require.NoError(t, err, "another target is untouched")
+	_, err = f.client.CreateTicket(context.Background(), payments)
+	require.Error(t, err, "the aimed create drops its answer")
+	assert.Equal(t, 2, f.sim.Stats().TicketsByTarget[paymentsTarget])
+	_, err = f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err, "once")
+	require.Error(t, f.sim.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{paymentsTarget: "sometimes"}}))
+}

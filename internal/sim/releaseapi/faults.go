@@ -73,6 +73,9 @@ const (
 	SearchHide SearchMode = "hide"
 	// SearchTimeout holds the request until the client goes away.
 	SearchTimeout SearchMode = "timeout"
+	// SearchPartial answers 200 with every matching ticket but the newest,
+	// and "complete": false: a lookup that may hide others.
+	SearchPartial SearchMode = "partial"
 )
 
 // CreateFault applies Mode to the next Times creates.
@@ -86,6 +89,18 @@ type SearchFault = simhttp.Fault[SearchMode]
 type Faults struct {
 	Create []CreateFault `json:"create,omitempty"`
 	Search []SearchFault `json:"search,omitempty"`
+	// SearchForTarget aims a search fault at one target
+	// ("service/commit/environment"): the next search naming exactly it
+	// gets the mode, before the search queue. Unlike the queues these are
+	// added to the ones already set (each is about its own target, so
+	// concurrent users do not take each other's), and each is used once.
+	SearchForTarget map[string]SearchMode `json:"search_for_target,omitempty"`
+	// CreateForTarget aims a create fault at one target the same way: the
+	// next create for exactly it gets the mode, before the create queue.
+	CreateForTarget map[string]CreateMode `json:"create_for_target,omitempty"`
+	// DropSearchForTarget drops every aimed fault (search and create) not
+	// used yet, before this call's aimed faults are added.
+	DropSearchForTarget bool `json:"drop_search_for_target,omitempty"`
 	// SearchLagMS sets the index lag; nil restores Config.SearchLag.
 	SearchLagMS *int `json:"search_lag_ms,omitempty"`
 	// LatencyMS delays every non-/_sim request before it is handled,
@@ -97,20 +112,32 @@ type Faults struct {
 	LateCommitOverrunMS int `json:"late_commit_overrun_ms,omitempty"`
 }
 
+// createModes are every create fault mode.
+var createModes = []CreateMode{CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
+	CreateError500BeforeCommit, CreateDuplicateThenDrop,
+	CreateError500AfterCommit, CreateReject,
+	CreateCommitLateWithinDeadline, CreateCommitLateBeyondDeadline, CreateCommitOnResend}
+
 // SetFaults replaces the fault queues, lag and latency. Invalid modes or
 // counts are refused and leave the current faults in place.
 func (s *Server) SetFaults(f Faults) error {
-	createQueue, err := simhttp.NewQueue(f.Create,
-		CreateDropResponseAfterCommit, CreateTimeoutBeforeCommit,
-		CreateError500BeforeCommit, CreateDuplicateThenDrop,
-		CreateError500AfterCommit, CreateReject,
-		CreateCommitLateWithinDeadline, CreateCommitLateBeyondDeadline, CreateCommitOnResend)
+	createQueue, err := simhttp.NewQueue(f.Create, createModes...)
 	if err != nil {
 		return fmt.Errorf("create faults: %w", err)
 	}
-	searchQueue, err := simhttp.NewQueue(f.Search, SearchHide, SearchTimeout)
+	searchQueue, err := simhttp.NewQueue(f.Search, SearchHide, SearchTimeout, SearchPartial)
 	if err != nil {
 		return fmt.Errorf("search faults: %w", err)
+	}
+	for target, mode := range f.SearchForTarget {
+		if mode != SearchHide && mode != SearchTimeout && mode != SearchPartial {
+			return fmt.Errorf("search_for_target %s: unknown mode %q", target, mode)
+		}
+	}
+	for target, mode := range f.CreateForTarget {
+		if _, err := simhttp.NewQueue([]CreateFault{{Mode: mode, Times: 1}}, createModes...); err != nil {
+			return fmt.Errorf("create_for_target %s: %w", target, err)
+		}
 	}
 	lag := s.defaultLag
 	if f.SearchLagMS != nil {
@@ -133,6 +160,16 @@ func (s *Server) SetFaults(f Faults) error {
 	defer s.mu.Unlock()
 	s.createFaults = createQueue
 	s.searchFaults = searchQueue
+	if f.DropSearchForTarget {
+		clear(s.searchForTarget)
+		clear(s.createForTarget)
+	}
+	for target, mode := range f.SearchForTarget {
+		s.searchForTarget[target] = mode
+	}
+	for target, mode := range f.CreateForTarget {
+		s.createForTarget[target] = mode
+	}
 	s.searchLag = lag
 	s.latency = latency
 	s.lateOverrun = overrun

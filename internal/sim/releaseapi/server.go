@@ -44,12 +44,16 @@ type Server struct {
 	lastNumber   int      // keeps counting across resets
 	createFaults simhttp.Queue[CreateMode]
 	searchFaults simhttp.Queue[SearchMode]
-	searchLag    time.Duration
-	latency      time.Duration
-	lateOverrun  time.Duration
-	lateCommits  []lateCommit    // queued by the late-commit faults
-	onResend     []createRequest // held by commit_on_resend until the next create for their target
-	counters     Stats
+	// searchForTarget are search faults aimed at one target each.
+	searchForTarget map[string]SearchMode
+	// createForTarget are create faults aimed at one target each.
+	createForTarget map[string]CreateMode
+	searchLag       time.Duration
+	latency         time.Duration
+	lateOverrun     time.Duration
+	lateCommits     []lateCommit    // queued by the late-commit faults
+	onResend        []createRequest // held by commit_on_resend until the next create for their target
+	counters        Stats
 }
 
 // New returns an empty Release API simulator.
@@ -96,6 +100,8 @@ func (s *Server) resetLocked() {
 	s.tickets = nil
 	s.createFaults = simhttp.Queue[CreateMode]{}
 	s.searchFaults = simhttp.Queue[SearchMode]{}
+	s.searchForTarget = map[string]SearchMode{}
+	s.createForTarget = map[string]CreateMode{}
 	s.searchLag = s.defaultLag
 	s.latency = 0
 	s.lateOverrun = DefaultLateCommitOverrun

@@ -82,7 +82,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	fault := s.createFaults.Next()
+	target := req.Service + "/" + req.Commit + "/" + req.Environment
+	fault, aimed := s.createForTarget[target]
+	if aimed {
+		delete(s.createForTarget, target)
+	} else {
+		fault = s.createFaults.Next()
+	}
 	overrun := s.lateOverrun
 	s.mu.Unlock()
 	if fault == CreateCommitOnResend {
@@ -257,10 +263,17 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	target := q.Get("service") + "/" + q.Get("commit") + "/" + q.Get("environment")
 	s.mu.Lock()
 	s.counters.SearchCalls++
 	latency := s.latency
-	fault := s.searchFaults.Next()
+	fault, aimed := s.searchForTarget[target]
+	if aimed {
+		delete(s.searchForTarget, target)
+	} else {
+		fault = s.searchFaults.Next()
+	}
 	s.mu.Unlock()
 	simhttp.Pause(latency)
 
@@ -271,7 +284,6 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	q := r.URL.Query()
 	service, commit, environment := q.Get("service"), q.Get("commit"), q.Get("environment")
 
 	s.mu.Lock()
@@ -281,10 +293,10 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	resp := searchResponse{
 		Tickets:        []Ticket{},
 		IndexedThrough: indexedThrough.Format(time.RFC3339Nano),
-		Complete:       fault != SearchHide,
+		Complete:       fault != SearchHide && fault != SearchPartial,
 		SearchedAt:     now.Format(time.RFC3339Nano),
 	}
-	if resp.Complete {
+	if fault != SearchHide {
 		for _, t := range s.tickets {
 			if t.CreatedAt.After(indexedThrough) {
 				continue // not indexed yet
@@ -292,6 +304,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 			if matches(service, t.Service) && matches(commit, t.Commit) && matches(environment, t.Environment) {
 				resp.Tickets = append(resp.Tickets, t)
 			}
+		}
+		if fault == SearchPartial && len(resp.Tickets) > 0 {
+			resp.Tickets = resp.Tickets[:len(resp.Tickets)-1]
 		}
 	}
 	s.mu.Unlock()
