@@ -36,13 +36,23 @@ type response struct {
 // "sent, answer lost". Hooks may run on transport goroutines.
 type dispatchTrace struct {
 	getConn, gotConn, wroteRequest atomic.Bool
+	// attempts and writes count the transport's attempts (it retries a
+	// replayable request on a fresh connection) and the ones written.
+	attempts, writes atomic.Int32
+}
+
+// lastAttemptWritten: the transport's latest attempt has been written, so
+// the provider may be working on it. A retry still waiting for a
+// connection has not.
+func (d *dispatchTrace) lastAttemptWritten() bool {
+	return d.writes.Load() >= d.attempts.Load()
 }
 
 func (d *dispatchTrace) clientTrace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		GetConn:      func(string) { d.getConn.Store(true) },
+		GetConn:      func(string) { d.attempts.Add(1); d.getConn.Store(true) },
 		GotConn:      func(httptrace.GotConnInfo) { d.gotConn.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { d.wroteRequest.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { d.writes.Add(1); d.wroteRequest.Store(true) },
 	}
 }
 
@@ -129,7 +139,7 @@ func (e *endpoint) do(ctx context.Context, req request) (response, error) {
 			return answered(req, rt.out, rt.err, trace)
 		default:
 		}
-		if trace.wroteRequest.Load() {
+		if trace.wroteRequest.Load() && trace.lastAttemptWritten() {
 			// Sent: left to finish in the background, holding its
 			// connection; this caller learns nothing more.
 			return response{}, &Error{Class: ClassUnknown, Op: req.op,

@@ -136,6 +136,12 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		// Our own invocation ran out; that says nothing about the provider.
 		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
 	}
+	if tools.NeverSent(err) && !tooOld {
+		// The provider was never asked (its connections all still held by
+		// requests it is working on): nothing to count against the probe
+		// budget. An unreachable provider still escalates by max age.
+		return skip(res, "probe not sent: "+tools.ErrorDetail(err)), nil
+	}
 	now = s.cfg.Executor.Now()
 	if why := s.skewExceeded(op, found, before, now); why != "" {
 		ev := operation.Event{Type: operation.EventClockSkewExceeded, At: now, Source: "reconciler", Actor: s.cfg.Operator,
@@ -276,6 +282,11 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return res, fmt.Errorf("reconcile %s: audit interrupted: %w", op.Handle, ctx.Err())
+	}
+	if tools.NeverSent(err) && !(rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge) {
+		// Not asked: the audit stays due and its budget unspent. A provider
+		// unreachable past the max age still ends in the budget's escalation.
+		return skip(res, "audit not sent: "+tools.ErrorDetail(err)), nil
 	}
 	now = s.cfg.Executor.Now()
 	source := found.Source

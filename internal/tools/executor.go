@@ -574,6 +574,13 @@ func Receipt(handle, resourceID string) string {
 	return "receipt-" + hex.EncodeToString(sum[:6])
 }
 
+// NeverSent reports whether err proves the provider was never asked (no
+// byte of the request was written): a lookup that failed so asked
+// nothing, and spends nothing that counts the provider's answers.
+func NeverSent(err error) bool {
+	return err != nil && provider.ClassOf(err) == provider.ClassNotDispatched
+}
+
 // ErrorDetail is how an error is written into the journal: for provider
 // errors only class, status and code, never a provider's body.
 func ErrorDetail(err error) string {
