@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/intentgate/intentgate/internal/store"
 )
 
@@ -52,4 +56,19 @@ func NamesOperation(req *http.Request) bool {
 	body, err := io.ReadAll(req.Body)
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	return err == nil && bytes.Contains(body, []byte(`"op#`))
+}
+
+// Expire deletes an operation's item from st's table, as DynamoDB's TTL
+// does once a FAILED operation's retention has passed.
+func (e *Engine) Expire(t testing.TB, st *store.Store, handle string) {
+	t.Helper()
+	db, err := e.Client(context.Background())
+	if err != nil {
+		t.Fatalf("expire: %v", err)
+	}
+	_, err = db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(st.Table()),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}}})
+	if err != nil {
+		t.Fatalf("expire %s: %v", handle, err)
+	}
 }

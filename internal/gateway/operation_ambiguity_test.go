@@ -24,23 +24,16 @@ type voidTool struct{ *refundTool }
 func (voidTool) Name() string                      { return "void_charge" }
 func (voidTool) Companions() []tools.OperationTool { return nil }
 
-// An operation_id is scoped by tool, so one caller may use the same one with
-// two write tools (a per-turn or per-ticket id): two operations. Reading
-// "the operation" by that operation_id must then not silently answer with
-// whichever tool's operation is looked at first: the caller following one
-// write's next step (the deployment ticket's next_action is get_operation
-// with its operation_id) would read another write's state, outcome and
-// receipt. get_operation refuses the ambiguous id, naming each operation's
-// handle to ask by (the product's next steps name operations by handle:
-// TestANextStepNamesItsOperationByHandle).
-func TestGetOperationByAnOperationIDUsedWithTwoToolsIsNotAnsweredWithTheWrongOne(t *testing.T) {
+// refundAndVoidClient serves the two write tools through the gateway and
+// connects one caller's MCP client to them.
+func refundAndVoidClient(t *testing.T, refund *refundTool, void voidTool) *mcp.ClientSession {
+	t.Helper()
 	st := engine.NewStore(t)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
 	require.NoError(t, err)
 	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
 	require.NoError(t, err)
-	refund := &refundTool{}
-	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund, voidTool{&refundTool{}}}, Gate: gate})
+	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund, void}, Gate: gate})
 	require.NoError(t, err)
 	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
 	require.NoError(t, err)
@@ -53,6 +46,21 @@ func TestGetOperationByAnOperationIDUsedWithTwoToolsIsNotAnsweredWithTheWrongOne
 		&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// An operation_id is scoped by tool, so one caller may use the same one with
+// two write tools (a per-turn or per-ticket id): two operations. Reading
+// "the operation" by that operation_id must then not silently answer with
+// whichever tool's operation is looked at first: the caller following one
+// write's next step (the deployment ticket's next_action is get_operation
+// with its operation_id) would read another write's state, outcome and
+// receipt. get_operation refuses the ambiguous id, naming each operation's
+// handle to ask by (the product's next steps name operations by handle:
+// TestANextStepNamesItsOperationByHandle).
+func TestGetOperationByAnOperationIDUsedWithTwoToolsIsNotAnsweredWithTheWrongOne(t *testing.T) {
+	refund, void := &refundTool{}, voidTool{&refundTool{}}
+	cs := refundAndVoidClient(t, refund, void)
 
 	const opID = "turn-0042-write"
 	refunded := call(t, cs, "issue_refund", map[string]any{"charge_id": "ch_1", "operation_id": opID})
@@ -82,25 +90,8 @@ func TestGetOperationByAnOperationIDUsedWithTwoToolsIsNotAnsweredWithTheWrongOne
 // not a refund of ch_9: it is sent, never answered with the refund's
 // operation.
 func TestBusinessKeysOfTwoWriteToolsNeverCollide(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
 	refund, void := &refundTool{}, voidTool{&refundTool{}}
-	gw, err := gateway.New(gateway.Config{Executor: ex, Writes: []tools.Published{refund, void}, Gate: gate})
-	require.NoError(t, err)
-	h, err := gw.Handler(mcpserver.Config{Name: "test", Version: "0"})
-	require.NoError(t, err)
-	subject := auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), subject)))
-	}))
-	t.Cleanup(srv.Close)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := refundAndVoidClient(t, refund, void)
 
 	refunded := call(t, cs, "issue_refund", map[string]any{"charge_id": "ch_9", "operation_id": "refund-ch9-0001"})
 	require.False(t, refunded.IsError, answer(t, refunded))

@@ -16,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -254,17 +252,6 @@ func TestEvidenceOfAnEffectForbidsTheWithdrawal(t *testing.T) {
 	assert.Equal(t, operation.StateRetryable, stored.State, "nothing withdrawn")
 }
 
-// forget deletes an operation's item, as DynamoDB's TTL does once a FAILED
-// operation's retention has passed.
-func forget(t *testing.T, st *store.Store, handle string) {
-	t.Helper()
-	db, err := engine.Client(context.Background())
-	require.NoError(t, err)
-	_, err = db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(st.Table()),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}}})
-	require.NoError(t, err)
-}
-
 // A FAILED operation expires after the retention, and the same
 // operation_id, reused as the README allows, then names a new operation
 // under the same handle. The old task's id names the operation it was
@@ -286,7 +273,7 @@ func TestAnExpiredTasksIdNeverNamesTheNextOperationUnderTheSameKey(t *testing.T)
 	require.Equal(t, tasks.StatusCancelled, task.Status)
 
 	clock.Advance(time.Hour + time.Minute) // past the retention
-	forget(t, st, first.Operation.Handle)
+	engine.Expire(t, st, first.Operation.Handle)
 	second, err := ex.Submit(ctx, refusedWrite{}, alice, args, "")
 	require.NoError(t, err)
 	require.Equal(t, first.Operation.Handle, second.Operation.Handle, "one key, one handle")
@@ -324,7 +311,7 @@ func TestADeduplicatedCallersTaskNamesTheHolderItWasAnsweredWith(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, decision.Withdrawn)
 	clock.Advance(time.Hour + time.Minute)
-	forget(t, st, holder.Operation.Handle)
+	engine.Expire(t, st, holder.Operation.Handle)
 	again, err := ex.Submit(ctx, refusedWrite{}, alice, holderArgs, "")
 	require.NoError(t, err)
 	require.Equal(t, holder.Operation.Handle, again.Operation.Handle)

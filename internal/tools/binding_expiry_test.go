@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,17 +20,6 @@ import (
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
-
-// expire removes an operation item the way DynamoDB's TTL does once a
-// FAILED operation's retention has passed.
-func expire(t *testing.T, st *store.Store, handle string) {
-	t.Helper()
-	db, err := engine.Client(context.Background())
-	require.NoError(t, err)
-	_, err = db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(st.Table()),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}}})
-	require.NoError(t, err)
-}
 
 // A key answered by deduplication is bound to its holder. Once that holder
 // FAILED and expired, docs/design.md says the binding "answers NOT_FOUND and
@@ -61,7 +48,7 @@ func TestABindingWhoseHolderExpiredNeverAnswersWithTheNextOperationUnderItsHandl
 	// another fact, which succeeds.
 	settle(t, st, holder.Operation.Handle, operation.EventClientCancelled)
 	clock.Advance(91 * 24 * time.Hour) // the default retention, and a day
-	expire(t, st, holder.Operation.Handle)
+	engine.Expire(t, st, holder.Operation.Handle)
 	ok := &scripted{}
 	other, err := ex.Submit(ctx, ok, alice, factArgs("f2", "op-holder-exp1"), "")
 	require.NoError(t, err)
