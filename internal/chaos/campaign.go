@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/auth/issuer"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/sim/releaseapi"
 	"github.com/intentgate/intentgate/internal/stack"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/streampoll"
@@ -239,6 +240,11 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	}
 	if err != nil {
 		return nil, cellEvidence{}, sweeps, err
+	}
+	// What the faults aimed at a target left unused is dropped: the
+	// operator's and the checker's searches see the provider as it is.
+	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond), DropSearchForTarget: true}); err != nil {
+		return nil, cellEvidence{}, sweeps, fmt.Errorf("chaos: drop aimed release faults: %w", err)
 	}
 	fmt.Fprintf(c.cfg.Progress, "chaos: cell %d: quiet after %d sweeps at %s; operator\n", c.idx, sweeps, time.Now().Format("15:04:05"))
 	if err := ag.operator(ctx, reads, func(op operation.Operation) ([]string, error) { return c.effectsOf(ctx, op) }); err != nil {

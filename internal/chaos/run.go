@@ -236,7 +236,9 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, opReads, err
 		return 0, nil, fmt.Errorf("chaos: clear risk faults: %w", err)
 	}
 	// Late commits already queued still come: the provider has them.
-	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond), DropSearchForTarget: true}); err != nil {
+	// Faults aimed at a target stay: they wait for that operation's own
+	// probe, which mostly comes in this phase (gather drops what is left).
+	if err := c.release.SetFaults(releaseapi.Faults{LateCommitOverrunMS: int(c.cfg.LateCommitOverrun / time.Millisecond)}); err != nil {
 		return 0, nil, fmt.Errorf("chaos: clear release faults: %w", err)
 	}
 	for _, r := range c.replicas {

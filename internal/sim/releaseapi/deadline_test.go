@@ -220,3 +220,27 @@ func TestACreateFaultAimedAtATargetHitsTheNextCreateForItOnly(t *testing.T) {
 	require.NoError(t, err, "once")
 	require.Error(t, f.sim.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{paymentsTarget: "sometimes"}}))
 }
+
+// An aimed partial search hides one ticket of two: while its target has
+// fewer (the index may lag the creates) searches see everything and the
+// fault waits.
+func TestAnAimedPartialSearchWaitsForTwoTicketsToHideOne(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	_, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{SearchForTarget: map[string]releaseapi.SearchMode{paymentsTarget: releaseapi.SearchPartial}}))
+	found, err := f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.True(t, found.Complete, "nothing to hide yet")
+	assert.Len(t, found.Tickets, 1)
+
+	_, err = f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.False(t, found.Complete)
+	assert.Len(t, found.Tickets, 1, "one of two hidden")
+	found, err = f.client.SearchTickets(context.Background(), payments.Target())
+	require.NoError(t, err)
+	assert.Len(t, found.Tickets, 2, "once")
+}

@@ -91,7 +91,8 @@ type Faults struct {
 	Search []SearchFault `json:"search,omitempty"`
 	// SearchForTarget aims a search fault at one target
 	// ("service/commit/environment"): the next search naming exactly it
-	// gets the mode, before the search queue. Unlike the queues these are
+	// gets the mode, before the search queue; an aimed partial waits for a
+	// search that finds two tickets there, so that it hides one. Unlike the queues these are
 	// added to the ones already set (each is about its own target, so
 	// concurrent users do not take each other's), and each is used once.
 	SearchForTarget map[string]SearchMode `json:"search_for_target,omitempty"`

@@ -305,7 +305,13 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 				resp.Tickets = append(resp.Tickets, t)
 			}
 		}
-		if fault == SearchPartial && len(resp.Tickets) > 0 {
+		switch {
+		case fault == SearchPartial && aimed && len(resp.Tickets) < 2:
+			// Aimed at a target to hide one of its tickets, it waits for a
+			// search that sees two (the index may lag the creates).
+			s.searchForTarget[target] = SearchPartial
+			resp.Complete = true
+		case fault == SearchPartial && len(resp.Tickets) > 0:
 			resp.Tickets = resp.Tickets[:len(resp.Tickets)-1]
 		}
 	}
