@@ -70,7 +70,9 @@ func (g *Gateway) writeTool(w tools.Published) mcpserver.Tool {
 	return mcpserver.Tool{
 		Meta: meta,
 		Name: w.Name(), Title: spec.Title, Description: spec.Description,
-		InputSchema: json.RawMessage(spec.InputSchema), OutputSchema: json.RawMessage(spec.OutputSchema),
+		// Its key is the operation_id argument, else the header (Executor.Submit).
+		TakesIdempotencyKey: true,
+		InputSchema:         json.RawMessage(spec.InputSchema), OutputSchema: json.RawMessage(spec.OutputSchema),
 		// A write is idempotent by operation_id and creates, never destroys.
 		Annotations: &mcp.ToolAnnotations{Title: spec.Title, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(spec.OpenWorld)},
 		Handler: g.serve(func(ctx context.Context, call mcpserver.Call, c tools.Caller, rec *callRecord) *mcp.CallToolResult {

@@ -103,8 +103,9 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 //   - answers a tools/call of an unknown tool itself, naming the tool only
 //     in a shortened form (the SDK echoes the name at full length),
 //   - refuses a JSON-RPC batch whole unless it is at protocol 2025-03-26,
-//     holds at most maxBatchEntries entries, and each entry passes the
-//     checks a single message gets (checkBatch),
+//     holds at most maxBatchEntries entries, each entry passes the checks
+//     a single message gets, and under an Idempotency-Key header at most
+//     one entry calls a tool that takes it (checkBatch),
 //   - turns the SDK's plain-text 4xx answers to POSTs into JSON-RPC errors,
 //     and shortens the messages of every 4xx error answer (the SDK quotes
 //     method names and Mcp-Name headers whole).
@@ -112,6 +113,9 @@ type boundary struct {
 	next    http.Handler
 	maxBody int64
 	tools   map[string]bool // registered tool names
+	// keyed names the tools that take the Idempotency-Key header as their
+	// key (Tool.TakesIdempotencyKey).
+	keyed map[string]bool
 	// named maps an extension's method to the params field its Mcp-Name
 	// header mirrors (Extension.NameParams).
 	named map[string]string
@@ -360,8 +364,12 @@ const batchProtocol = "2025-03-26"
 const maxBatchEntries = 8
 
 // checkBatch refuses a JSON-RPC batch (data, valid JSON, is an array) at a
-// protocol version without batches, one past maxBatchEntries, and one with
-// an entry that checkMessage refuses. A batch is refused whole, as the SDK
+// protocol version without batches, one past maxBatchEntries, one with an
+// entry that checkMessage refuses, and one that sends an Idempotency-Key
+// header with more than one call of a tool that takes it: the header names
+// one call, and two writes under it would share one key (the second told
+// its key was used with other arguments, or taken for the first's replay).
+// A batch is refused whole, as the SDK
 // refuses one naming an unknown method, so nothing in it runs: HTTP 400,
 // no id, the entry's error code and message, numbered from 1.
 func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
@@ -375,6 +383,8 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 	}
 	n := 0
 	ids := map[any]bool{}
+	_, underKey := header[http.CanonicalHeaderKey(HeaderIdempotencyKey)]
+	firstKeyed := 0 // the entry (from 1) of the first call under the header's key
 	// Entries are read one at a time, so a long batch costs no more than
 	// its first maxBatchEntries entries (More only peeks at the next).
 	for ; dec.More(); n++ {
@@ -389,6 +399,15 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 		req, refused := b.checkMessage(header, entry)
 		if refused == nil && req != nil {
 			refused = checkBatchedRequest(req, ids)
+		}
+		if refused == nil && req != nil && underKey && b.takesKey(req) {
+			if firstKeyed == 0 {
+				firstKeyed = n + 1
+			} else {
+				refused = &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+					"a write under the Idempotency-Key header, which names one call, and entry %d is one too; "+
+						"send each write's operation_id in its arguments instead, or one write per request", firstKeyed)}
+			}
 		}
 		if refused != nil {
 			return &refusal{http.StatusBadRequest, jsonrpc.ID{}, refused.code,
@@ -419,6 +438,17 @@ func checkBatchedRequest(req *jsonrpc.Request, ids map[any]bool) *refusal {
 	}
 	ids[id] = true
 	return nil
+}
+
+// takesKey says whether req is a tools/call of a tool that takes the
+// Idempotency-Key header as its key.
+func (b *boundary) takesKey(req *jsonrpc.Request) bool {
+	if req.Method != "tools/call" {
+		return false
+	}
+	raw, ok := ParamsMember(req.Params, "name")
+	var name string
+	return ok && json.Unmarshal(raw, &name) == nil && b.keyed[name]
 }
 
 // unknownTool reports a tools/call naming a tool that is not registered,

@@ -348,3 +348,51 @@ func TestBatchedCallsGetTheSameArgumentChecksAsASingleCall(t *testing.T) {
 	}
 	assert.Empty(t, rec.snapshot())
 }
+
+// The Idempotency-Key header names one call. A batch under it may hold one
+// call of a tool that takes the header as its key, beside any others; a
+// second such call is refused with the whole batch, naming both entries,
+// before any of it runs. Tools that do not take the key are not counted.
+func TestABatchUnderAnIdempotencyKeyMayHoldOneCallOfAToolThatTakesIt(t *testing.T) {
+	keyedTool := func(rec *recorder) Tool {
+		tool := reviewTool(rec)
+		tool.TakesIdempotencyKey = true
+		return tool
+	}
+	underKey := http.Header{"Idempotency-Key": {"k-1"}}
+	t.Run("two calls that take it", func(t *testing.T) {
+		rec := &recorder{}
+		srv := startServer(t, keyedTool(rec))
+		resp := post(t, testContext(t), srv.URL, underKey, batchOf(3))
+		assert.Equal(t, http.StatusBadRequest, resp.status, "%s", resp.body)
+		msgs := decodeMessages(t, resp)
+		require.NotNil(t, msgs[0].Error, "%s", resp.body)
+		assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), msgs[0].Error.Code)
+		assert.Contains(t, msgs[0].Error.Message, "batch entry 2")
+		assert.Contains(t, msgs[0].Error.Message, "entry 1")
+		assert.Contains(t, msgs[0].Error.Message, "operation_id")
+		assert.Empty(t, rec.snapshot(), "nothing reaches the tool")
+	})
+	t.Run("one call that takes it", func(t *testing.T) {
+		rec := &recorder{}
+		srv := startServer(t, keyedTool(rec))
+		body := "[" + reviewCall(1) + `,{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
+		resp := post(t, testContext(t), srv.URL, underKey, body)
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		assert.Len(t, rec.snapshot(), 1)
+	})
+	t.Run("calls of a tool that does not take it", func(t *testing.T) {
+		rec := &recorder{}
+		srv := startServer(t, reviewTool(rec))
+		resp := post(t, testContext(t), srv.URL, underKey, batchOf(2))
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		assert.Len(t, rec.snapshot(), 2)
+	})
+	t.Run("no header", func(t *testing.T) {
+		rec := &recorder{}
+		srv := startServer(t, keyedTool(rec))
+		resp := post(t, testContext(t), srv.URL, nil, batchOf(2))
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		assert.Len(t, rec.snapshot(), 2)
+	})
+}

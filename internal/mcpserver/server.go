@@ -112,6 +112,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
 	seen := make(map[string]bool, len(tools))
+	keyed := map[string]bool{}
 	for _, t := range tools {
 		rt, err := registerTool(t, envelope, logger)
 		if err != nil {
@@ -121,6 +122,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 			return nil, fmt.Errorf("mcpserver: tool %q registered twice", t.Name)
 		}
 		seen[t.Name] = true
+		keyed[t.Name] = t.TakesIdempotencyKey
 		if err := addTool(server, rt); err != nil {
 			return nil, fmt.Errorf("mcpserver: %w", err)
 		}
@@ -136,7 +138,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	guarded, err := RefuseCrossOrigin(cfg.TrustedOrigins, &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, named: named})
+	guarded, err := RefuseCrossOrigin(cfg.TrustedOrigins, &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, keyed: keyed, named: named})
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}

@@ -32,6 +32,11 @@ type Tool struct {
 	Annotations  *mcp.ToolAnnotations
 	// Meta is the tool's _meta (e.g. an extension's per-tool declaration).
 	Meta map[string]any
+	// TakesIdempotencyKey: the handler takes the Idempotency-Key header as
+	// the call's key when its arguments name none. A header names one call,
+	// so a JSON-RPC batch under one may hold at most one call of such a
+	// tool (checkBatch).
+	TakesIdempotencyKey bool
 	// Handler runs only for arguments that satisfy InputSchema. It must
 	// return a non-nil result; build it with Success, BusinessError or Result.
 	Handler func(ctx context.Context, call Call) *mcp.CallToolResult
