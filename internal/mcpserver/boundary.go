@@ -406,7 +406,7 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 			} else {
 				refused = &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
 					"a write under the Idempotency-Key header, which names one call, and entry %d is one too; "+
-						"send each write's operation_id in its arguments instead, or one write per request", firstKeyed)}
+						"send each write's operation_id in its arguments and no header, or one write per request", firstKeyed)}
 			}
 		}
 		if refused != nil {
