@@ -60,6 +60,7 @@ func run() int {
 	flag.BoolVar(&cfg.LateCommits, "late-commits", cfg.LateCommits, "the Release API's late-commit modes (within and beyond the commit deadline) join its create faults")
 	flag.DurationVar(&cfg.LateCommitOverrun, "late-commit-overrun", cfg.LateCommitOverrun, "how far past its commit deadline commit_late_beyond_deadline commits")
 	flag.BoolVar(&cfg.Stream, "stream", cfg.Stream, "drive the reconciler's stream entry point too (a local event source mapping per cell)")
+	flag.BoolVar(&cfg.OverlappingSweeps, "overlapping-sweeps", cfg.OverlappingSweeps, "run every sweep twice at once in two reconciler processes (a scheduled event delivered twice, a slow sweep overlapping the next)")
 	flag.DurationVar(&cfg.StreamIdleWait, "stream-idle-wait", cfg.StreamIdleWait, "the stream poller's pause after an empty read")
 	flag.IntVar(&cfg.DueShards, "due-shards", cfg.DueShards, "INTENTGATE_DUE_SHARDS of every replica and reconciler")
 	flag.DurationVar(&cfg.SweepEvery, "sweep-every", cfg.SweepEvery, "reconciler sweep period during the campaign")

@@ -34,6 +34,7 @@ type Result struct {
 	Duration    time.Duration
 	QuietSweeps []int
 	Stream      StreamCounts
+	Sweeps      SweepCounts
 	// Provider counts what the simulators report beyond effects (late
 	// commits queued, creates refused past their deadline), summed.
 	Provider map[string]int
@@ -42,6 +43,12 @@ type Result struct {
 	Engine     map[string]EngineLoad
 	Evidence   Evidence
 	Violations []Violation
+}
+
+// SweepCounts is what the sweeps did in a campaign: how many ran, how many
+// of them overlapped another (Config.OverlappingSweeps), and their claims.
+type SweepCounts struct {
+	Sweeps, Overlapped, ClaimsWon, ClaimsLost int64
 }
 
 // Run runs a campaign. An error means the campaign could not run; broken
@@ -160,6 +167,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Stream.Records += c.streamStats.records.Load()
 		res.Stream.FailedRecords += c.streamStats.failedRecords.Load()
 		res.Stream.FailedBatches += c.streamStats.failedBatches.Load()
+		res.Sweeps.Sweeps += c.sweeps.sweeps.Load()
+		res.Sweeps.Overlapped += c.sweeps.overlapped.Load()
+		res.Sweeps.ClaimsWon += c.sweeps.claimsWon.Load()
+		res.Sweeps.ClaimsLost += c.sweeps.claimsLost.Load()
 		if why, _ := c.streamErr.Load().(string); why != "" {
 			res.Stream.Stopped = append(res.Stream.Stopped, fmt.Sprintf("cell %d: %s", c.idx, why))
 		}
@@ -330,6 +341,9 @@ func (c *cell) downstreamProcesses() int {
 		n += r.restarts
 	}
 	if c.streamRecon != nil {
+		n++
+	}
+	if c.overlap != nil {
 		n++
 	}
 	return n

@@ -53,6 +53,9 @@ type cell struct {
 
 	replicas []*replica
 	recon    *process
+	// overlap is the second sweep's process (Config.OverlappingSweeps).
+	overlap  *process
+	sweeps   sweepStats
 	observer *store.Store // fault-free reads for the history and the checker
 
 	// The stream entry point (Config.Stream): its own reconciler process
@@ -163,6 +166,11 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *
 	}
 	if cfg.Stream {
 		if c.streamRecon, err = c.newProcess(ctx, "stream-reconciler", skews[cfg.Replicas+1]); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.OverlappingSweeps {
+		if c.overlap, err = c.newProcess(ctx, "overlapping-reconciler", skews[cfg.Replicas+2]); err != nil {
 			return nil, err
 		}
 	}
@@ -284,6 +292,9 @@ func (c *cell) setFaults(on bool) {
 	if c.streamRecon != nil {
 		c.streamRecon.faults.SetEnabled(on)
 	}
+	if c.overlap != nil {
+		c.overlap.faults.SetEnabled(on)
+	}
 }
 
 func (c *cell) reconciler() (*reconcile.Service, error) {
@@ -309,7 +320,7 @@ func (c *cell) stop(ctx context.Context) {
 	for _, r := range c.replicas {
 		c.stopReplicaQuietly(r)
 	}
-	for _, p := range []*process{c.recon, c.streamRecon} {
+	for _, p := range []*process{c.recon, c.streamRecon, c.overlap} {
 		if p != nil {
 			_ = p.app.Close(ctx)
 		}
@@ -349,3 +360,43 @@ func hash(s string) uint64 {
 
 // dynamoHTTPClient is the SDK's HTTP client interface.
 type dynamoHTTPClient = dynamodb.HTTPClient
+
+// sweepStats counts the sweeps' claims, for the summary: with overlapping
+// sweeps, lost claims show that they raced.
+type sweepStats struct {
+	sweeps, overlapped, claimsWon, claimsLost atomic.Int64
+}
+
+func (s *sweepStats) add(rep reconcile.SweepReport, overlapped bool) {
+	s.sweeps.Add(1)
+	if overlapped {
+		s.overlapped.Add(1)
+	}
+	s.claimsWon.Add(int64(rep.ClaimsWon))
+	s.claimsLost.Add(int64(rep.ClaimsLost))
+}
+
+// sweep runs the reconciler's sweep and, with overlapping sweeps, the
+// second process's at the same moment; it returns the first one's report
+// and error. The second's outcome counts only in the summary: it is the
+// fault, and the first decides the quiet phase's progress.
+func (c *cell) sweep(ctx context.Context, svc *reconcile.Service) (reconcile.SweepReport, error) {
+	if c.overlap == nil {
+		rep, err := svc.Sweep(ctx)
+		c.sweeps.add(rep, false)
+		return rep, err
+	}
+	other, err := c.overlap.app.Reconciler()
+	if err != nil {
+		return reconcile.SweepReport{}, fmt.Errorf("chaos: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		rep, _ := other.Sweep(ctx)
+		c.sweeps.add(rep, true)
+	})
+	rep, err := svc.Sweep(ctx)
+	c.sweeps.add(rep, true)
+	wg.Wait()
+	return rep, err
+}

@@ -78,6 +78,11 @@ type Config struct {
 	// stream to reconcile.Service.HandleStream, beside the sweep.
 	Stream         bool
 	StreamIdleWait time.Duration // the poller's pause after an empty read
+	// OverlappingSweeps runs every sweep twice at once, in two reconciler
+	// processes with their own clocks and faulty stores: EventBridge
+	// delivers a scheduled event at least once, and a sweep that runs long
+	// overlaps the next. Their claims and probes race at one version.
+	OverlappingSweeps bool
 
 	// System settings of every replica.
 	MaxInFlight        int
@@ -120,6 +125,7 @@ func Default() Config {
 		OverloadSlack: 2 * time.Second,
 		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
 		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: time.Second,
+		OverlappingSweeps: true,
 	}
 }
 
@@ -167,7 +173,7 @@ func (c *Config) Validate() error {
 // sweeping reconciler, then the stream's), drawn from the seed within ±Skew.
 func (c *Config) skews(cell int) []time.Duration {
 	rng := rand.New(rand.NewPCG(c.Seed, uint64(cell)+0x5e3))
-	out := make([]time.Duration, c.Replicas+2)
+	out := make([]time.Duration, c.Replicas+3)
 	if c.Skew == 0 {
 		return out
 	}

@@ -34,6 +34,8 @@ func PrintSummary(w io.Writer, res Result) {
 	line("tool calls (answered)", fmt.Sprintf("%d (%d)", len(ev.History.Calls), answered))
 	line("operations stored", stored)
 	line("quiet-phase sweeps per cell", res.QuietSweeps)
+	line("sweeps (overlapping another)", fmt.Sprintf("%d (%d)", res.Sweeps.Sweeps, res.Sweeps.Overlapped))
+	line("sweeps' claims won / lost", fmt.Sprintf("%d / %d", res.Sweeps.ClaimsWon, res.Sweeps.ClaimsLost))
 	line("stream entry point: batches (failed)", fmt.Sprintf("%d (%d)", res.Stream.Batches, res.Stream.FailedBatches))
 	line("stream entry point: records (failed)", fmt.Sprintf("%d (%d)", res.Stream.Records, res.Stream.FailedRecords))
 	for _, s := range res.Stream.Stopped {

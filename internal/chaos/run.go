@@ -213,7 +213,7 @@ func (c *cell) sweeper(ctx context.Context) {
 	defer t.Stop()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, _ = svc.Sweep(sctx)
+		_, _ = c.sweep(sctx, svc)
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -265,7 +265,7 @@ func (c *cell) quiesce(ctx context.Context, handles []string) (int, opReads, err
 		// (and a cancelled query still costs the engine its whole read).
 		c.quietTurn.Lock()
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		rep, err := svc.Sweep(sctx)
+		rep, err := c.sweep(sctx, svc)
 		cancel()
 		c.quietTurn.Unlock()
 		advance = err == nil
