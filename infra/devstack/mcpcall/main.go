@@ -35,13 +35,16 @@ func run() error {
 	idemKey := flag.String("idempotency-key", "", "Idempotency-Key header")
 	timeout := flag.Duration("timeout", 30*time.Second, "overall timeout")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: mcpcall [flags] tools | call TOOL 'JSON-ARGS'")
+		fmt.Fprintln(os.Stderr, "usage: mcpcall [flags] tools | call TOOL 'JSON-ARGS'  (flags before the command)")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
 	if *url == "" || flag.NArg() == 0 {
 		flag.Usage()
-		return errors.New("need an endpoint and a command")
+		return errors.New("need an endpoint and a command (source .devstack/env, which make run writes, sets MCP_URL)")
+	}
+	if *token == "" {
+		return errors.New("no bearer token: pass -token \"$TOKEN_ALICE\" (or another TOKEN_* of .devstack/env, which make run writes)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
