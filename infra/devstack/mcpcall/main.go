@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,6 +57,11 @@ func run() error {
 		MaxRetries: -1,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: *protocol})
 	if err != nil {
+		if strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
+			// The go-sdk client falls back to initialize when server/discover
+			// is refused, so the error names initialize whatever -protocol says.
+			return fmt.Errorf("connect: %w (HTTP 401: the token was refused; each make run mints new ones, so source .devstack/env again)", err)
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer cs.Close()
