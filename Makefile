@@ -53,7 +53,7 @@ NPM ?= npm
 .PHONY: help venv test fmt-check vet schemas go-test test-engine run build engine clean distclean template rie
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 venv: $(VENV_STAMP) $(TOOLS_STAMP) ## Create the Python virtualenvs (.venv engine, .venv-tools cfn-lint/sam); redone only when requirements change
 
@@ -89,7 +89,7 @@ $(TOOLS_STAMP): $(ENGINE_DIR)/requirements-tools.txt $(ENGINE_DIR)/constraints-t
 # other packages' load would otherwise be what they measure.
 LOAD_TEST_PKGS := ./infra/devstack ./internal/chaos ./test/clients
 
-test: venv client-deps fmt-check vet $(TEST_EXTRA_DEPS) ## gofmt check, go vet, all Go tests (local engine: moto)
+test: venv client-deps fmt-check vet $(TEST_EXTRA_DEPS) ## What CI runs: gofmt check, go vet, template lint + sam build, every Go test (four real MCP clients and a 300-operation fault campaign among them; local engine: moto)
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -x $(foreach p,$(LOAD_TEST_PKGS),-e '$(MODULE)/$(p:./%=%)'))
 	$(GO) test $(GO_TEST_FLAGS) -p 1 $(LOAD_TEST_PKGS)
 
@@ -112,16 +112,16 @@ schemas: $(VENV_STAMP) ## Regenerate the committed tool schemas (<package>/schem
 test-engine: $(if $(INTENTGATE_DYNAMODB_ENDPOINT)$(INTENTGATE_ENGINE_KIND),,$(VENV_STAMP)) ## Contract + store tests against INTENTGATE_DYNAMODB_ENDPOINT (or INTENTGATE_ENGINE_KIND=dynamodb)
 	$(GO) test $(GO_TEST_FLAGS) ./internal/enginecontract/... ./internal/store/...
 
-run: $(VENV_STAMP) ## Run the whole system locally (ARGS="-addr 127.0.0.1:9090" to move the MCP endpoint)
+run: $(VENV_STAMP) ## Run the whole system locally on 127.0.0.1:8080, writing .devstack/env (ARGS="-addr 127.0.0.1:9090" to move it, "-sweep 5s"; ARGS=-h lists the flags)
 	$(GO) run ./infra/devstack $(ARGS)
 
-template: $(TOOLS_STAMP) ## cfn-lint template.yaml and sam build both functions (no container)
+template: $(TOOLS_STAMP) ## cfn-lint template.yaml and its SAM expansion, sam build all four functions (no container)
 	INTENTGATE_TOOLS_VENV=$(TOOLS_VENV) ./infra/sam/check.sh
 
 rie: ## Install the Lambda Runtime Interface Emulator into .build/bin (test/rie installs it itself when missing)
 	./infra/rie/install.sh
 
-build: ## Build the Lambda bootstraps (linux/arm64) into .build/
+build: ## Build the MCP and reconciler bootstraps (linux/arm64) into .build/ (make template builds what sam deploys)
 	$(LAMBDA_BUILD) -o .build/mcp/bootstrap ./functions/mcp
 	$(LAMBDA_BUILD) -o .build/reconciler/bootstrap ./functions/reconciler
 
@@ -136,7 +136,7 @@ distclean: clean ## Also remove the Python virtualenvs and the installed MCP cli
 
 # ---------------------------------------------------------------- engine benchmark
 .PHONY: bench-engine
-bench-engine: $(VENV_STAMP) ## Single-item transaction and due-index Query latency at 100/1,000/10,000 items: stock moto vs the fast path, with ratios
+bench-engine: $(VENV_STAMP) ## Transaction, due-index Query and wide-item GetItem/GetRecords/UpdateItem latency at 100/1,000/10,000 items: stock moto vs the patched launcher, with ratios (BENCH_ARGS="-samples 15", "-part wide")
 	$(GO) run ./infra/engine/bench $(BENCH_ARGS)
 
 # --- MCP clients and conformance (test/clients) ---------------------------
@@ -174,7 +174,7 @@ $(CLIENTS_VENV_STAMP): $(CLIENTS_DIR)/python/requirements.txt $(CLIENTS_DIR)/pyt
 # run asks its questions and remembers the answers in .deploy/<stack>.json.
 # ARGS: -stack NAME -region REGION -guided (ask again) -yes (CI: never ask).
 .PHONY: deploy destroy
-deploy: $(TOOLS_STAMP) ## Deploy to AWS (first run guided; ARGS="-stack intentgate-prod -region eu-west-1")
+deploy: $(TOOLS_STAMP) ## Deploy to AWS (first run guided; ARGS="-stack intentgate-prod -region eu-west-1"; ARGS=-h lists the flags)
 	$(GO) run ./infra/deploy -venv $(TOOLS_VENV) $(ARGS)
 
 destroy: $(TOOLS_STAMP) ## Delete the stack (ARGS="-stack ..."); the operations table is retained
@@ -190,7 +190,7 @@ bench-coldstart: $(VENV_STAMP) ## Cold start, first/warm invoke, RSS and size: i
 	INTENTGATE_BENCH_COLDSTART=1 $(GO) test -count=1 -timeout 20m -run '^TestColdStartSideBySide$$' -v ./test/rie \
 		| grep -v -e '^=== ' -e '^--- ' -e '^PASS$$' -e '^ok '
 
-# --- cost of bad input (issue 9 item 11) -------------------------------------
+# --- cost of bad input (docs/design.md, "Cost of bad input") ----------------
 .PHONY: bench-input
 BENCH_INPUT_TIME ?= 1s
 
@@ -206,7 +206,7 @@ bench-input: ## Server CPU of refusing hostile bodies vs a normal valid call, si
 		for (i = 1; i <= n; i++) { k = order[i]; \
 			printf "%-36s %14.3f %14.3f %17.2fx\n", k, cpu[k], wall[k] / 1e6, cpu[k] / cpu["valid_call"] } }'
 
-# --- visibility: what refusing costs (issue 9 item 8) -----------------------
+# --- visibility: what refusing costs (docs/design.md, "Visibility") ---------
 .PHONY: bench-visibility
 BENCH_VISIBILITY_N ?= 60x
 

@@ -94,7 +94,10 @@ func parseArgs(ctx context.Context, args []string) (options, error) {
 	fs.BoolVar(&o.destroy, "destroy", false, "delete the stack (the operations table is retained)")
 	fs.BoolVar(&o.republish, "republish", false, "publish new versions even of unchanged code and answers (new instances read the SSM parameters again)")
 	if err := fs.Parse(args); err != nil {
-		return options{}, fmt.Errorf("%w (flags: -stack, -region, -guided, -yes, -destroy, -republish, -venv, -template, -state, -build-dir)", err)
+		var usage strings.Builder
+		fs.SetOutput(&usage)
+		fs.PrintDefaults()
+		return options{}, fmt.Errorf("%w\nusage: make deploy ARGS=\"[flags]\", make destroy ARGS=\"[flags]\" (go run ./infra/deploy [flags])\n%s", err, usage.String())
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))

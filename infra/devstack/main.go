@@ -34,6 +34,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the flags were printed
+		}
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		os.Exit(1)
 	}
@@ -45,8 +48,8 @@ func main() {
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	flags := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	flags.SetOutput(errOut)
-	addr := flags.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address")
-	table := flags.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table")
+	addr := flags.String("addr", envOr("DEVSTACK_MCP_ADDR", "127.0.0.1:8080"), "MCP listen address (default from DEVSTACK_MCP_ADDR if set; make run ARGS=\"-addr 127.0.0.1:9090\")")
+	table := flags.String("table", envOr("INTENTGATE_TABLE", "intentgate-operations"), "operations table (default from INTENTGATE_TABLE if set)")
 	sweepEvery := flags.Duration("sweep", 0, "reconciler sweep interval (default: the template's schedule rate)")
 	templatePath := flags.String("template", "", "SAM template the stream trigger and sweep rate are read from (default <repo>/template.yaml)")
 	streamOn := flags.Bool("stream", true, "poll the table's stream and hand batches to the reconciler's stream handler")
@@ -71,6 +74,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		ReleaseSearchLag: *searchLag, Out: out,
 		Env: map[string]string{"INTENTGATE_RISK_SETTLE_WINDOW": "1s"},
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (another make run? stop it, or move this one: make run ARGS=\"-addr 127.0.0.1:9090\")", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -224,7 +230,7 @@ func banner(mcpURL, envPath string) string {
 	return fmt.Sprintf(`
 intentgate devstack is up: MCP endpoint %[1]s
 
-  source %[2]s      # MCP_URL, TOKEN_ALICE (M1), TOKEN_BOB (M2), TOKEN_DEPLOYER, TOKEN_OPERATOR, RISK_API_URL, RELEASE_API_URL, DYNAMODB_ENDPOINT
+  source %[2]s      # MCP_URL, TOKEN_ALICE and TOKEN_CAROL (M1), TOKEN_BOB (M2), TOKEN_DEPLOYER, TOKEN_OPERATOR, RISK_API_URL, RELEASE_API_URL, DYNAMODB_ENDPOINT, ISSUER_URL
 
 Call a tool with curl (protocol 2025-11-25, stateless JSON):
   curl -s "$MCP_URL" -H "Authorization: Bearer $TOKEN_ALICE" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Validates template.yaml with cfn-lint and builds both functions with
-# `sam build` (no container) into .aws-sam/.
+# Validates template.yaml, and its SAM expansion in both auth modes, with
+# cfn-lint, and builds all four functions (MCP, reconciler and their two
+# PreTraffic hooks) with `sam build` (no container) into .aws-sam/.
 #
 #   infra/sam/check.sh              lint + build
 #   infra/sam/check.sh --lint-only  lint only (no Go toolchain needed)

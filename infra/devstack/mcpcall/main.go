@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,13 +36,16 @@ func run() error {
 	idemKey := flag.String("idempotency-key", "", "Idempotency-Key header")
 	timeout := flag.Duration("timeout", 30*time.Second, "overall timeout")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: mcpcall [flags] tools | call TOOL 'JSON-ARGS'")
+		fmt.Fprintln(os.Stderr, "usage: mcpcall [flags] tools | call TOOL 'JSON-ARGS'  (flags before the command)")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
 	if *url == "" || flag.NArg() == 0 {
 		flag.Usage()
-		return errors.New("need an endpoint and a command")
+		return errors.New("need an endpoint and a command (source .devstack/env, which make run writes, sets MCP_URL)")
+	}
+	if *token == "" {
+		return errors.New("no bearer token: pass -token \"$TOKEN_ALICE\" (or another TOKEN_* of .devstack/env, which make run writes)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -53,6 +57,11 @@ func run() error {
 		MaxRetries: -1,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: *protocol})
 	if err != nil {
+		if strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
+			// The go-sdk client falls back to initialize when server/discover
+			// is refused, so the error names initialize whatever -protocol says.
+			return fmt.Errorf("connect: %w (HTTP 401: the token was refused; each make run mints new ones, so source .devstack/env again)", err)
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer cs.Close()
