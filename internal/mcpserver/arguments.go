@@ -321,9 +321,18 @@ func (n *problemNode) word(err error) string {
 	case "maxProperties":
 		return fmt.Sprintf("must have at most %d properties", *s.MaxProperties)
 	case "anyOf":
+		if names := choiceOfProperties(s.AnyOf); names != nil {
+			return "give at least one of " + listOr(names)
+		}
 		return "does not match any of the allowed forms"
 	case "oneOf":
-		if strings.Contains(msg, "validated against both") {
+		names := choiceOfProperties(s.OneOf)
+		switch several := strings.Contains(msg, "validated against both"); {
+		case names != nil && several:
+			return "give exactly one of " + listOr(names) + ", not both"
+		case names != nil:
+			return "give exactly one of " + listOr(names)
+		case several:
 			return "must match exactly one of the allowed forms, not several"
 		}
 		return "does not match any of the allowed forms"
@@ -432,4 +441,40 @@ func limit(msg string) string {
 		return msg
 	}
 	return string([]rune(msg)[:maxProblemLen-1]) + "…"
+}
+
+// choiceOfProperties returns the property each form requires when every
+// form does nothing but require one property (get_operation's
+// operation_id or handle); nil otherwise. The caller never sees "forms",
+// only properties, so a refusal should name them.
+func choiceOfProperties(forms []*jsonschema.Schema) []string {
+	if len(forms) < 2 {
+		return nil
+	}
+	names := make([]string, 0, len(forms))
+	for _, f := range forms {
+		if f == nil || len(f.Required) != 1 {
+			return nil
+		}
+		// Nothing but the requirement: the form encodes as that alone.
+		got, err := json.Marshal(f)
+		want, werr := json.Marshal(&jsonschema.Schema{Required: f.Required})
+		if err != nil || werr != nil || !bytes.Equal(got, want) {
+			return nil
+		}
+		names = append(names, f.Required[0])
+	}
+	return names
+}
+
+// listOr quotes names and joins them: "a" or "b"; "a", "b" or "c".
+func listOr(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if len(quoted) == 1 {
+		return quoted[0]
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }

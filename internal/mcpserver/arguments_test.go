@@ -95,8 +95,30 @@ func TestArgumentProblemsNameTheFirstRefusedPropertyAndTheKeyword(t *testing.T) 
 		_, problem := checkArguments(s, []byte(`{"b":1,"a":2,"handle":"h"}`))
 		assert.Equal(t, "a: must be a string", problem)
 	}
-	_, problem := checkArguments(s, []byte(`{"handle":"h","operation_id":"o"}`))
-	assert.Equal(t, "must match exactly one of the allowed forms, not several", problem)
-	_, problem = checkArguments(s, []byte(`{"a":"x"}`))
+}
+
+// A choice between properties (oneOf or anyOf whose every form only
+// requires properties, as get_operation's operation_id or handle) is
+// refused by naming them, not "the allowed forms" the caller never sees.
+func TestAChoiceBetweenPropertiesIsRefusedNamingThem(t *testing.T) {
+	props := `"properties":{"a":{"type":"string"},"handle":{"type":"string"},"operation_id":{"type":"string"}}`
+	oneOf := mustSchema(t, `{"type":"object","additionalProperties":false,`+props+`,
+	  "oneOf":[{"required":["operation_id"]},{"required":["handle"]}]}`)
+	_, problem := checkArguments(oneOf, []byte(`{"handle":"h","operation_id":"o"}`))
+	assert.Equal(t, `give exactly one of "operation_id" or "handle", not both`, problem)
+	_, problem = checkArguments(oneOf, []byte(`{"a":"x"}`))
+	assert.Equal(t, `give exactly one of "operation_id" or "handle"`, problem)
+
+	anyOf := mustSchema(t, `{"type":"object","additionalProperties":false,`+props+`,
+	  "anyOf":[{"required":["operation_id"]},{"required":["handle"]},{"required":["a"]}]}`)
+	_, problem = checkArguments(anyOf, []byte(`{}`))
+	assert.Equal(t, `give at least one of "operation_id", "handle" or "a"`, problem)
+
+	// Forms that are more than a choice of properties keep the general words.
+	shapes := mustSchema(t, `{"type":"object",`+props+`,
+	  "oneOf":[{"required":["handle"],"properties":{"handle":{"minLength":3}}},{"required":["a"]}]}`)
+	_, problem = checkArguments(shapes, []byte(`{"handle":"h"}`))
 	assert.Equal(t, "does not match any of the allowed forms", problem)
+	_, problem = checkArguments(shapes, []byte(`{"handle":"hhh","a":"x"}`))
+	assert.Equal(t, "must match exactly one of the allowed forms, not several", problem)
 }
