@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -297,11 +298,11 @@ func (n *problemNode) word(err error) string {
 	case "const":
 		return "must equal " + string(mustMarshal(*s.Const))
 	case "minLength":
-		return fmt.Sprintf("length must be >= %d", *s.MinLength)
+		return fmt.Sprintf("length must be >= %d", *s.MinLength) + n.whatItIs()
 	case "maxLength":
-		return fmt.Sprintf("length must be <= %d", *s.MaxLength)
+		return fmt.Sprintf("length must be <= %d", *s.MaxLength) + n.whatItIs()
 	case "pattern":
-		return "must match the pattern " + s.Pattern
+		return "must match the pattern " + s.Pattern + n.whatItIs()
 	case "minimum":
 		return "must be >= " + formatNumber(*s.Minimum)
 	case "maximum":
@@ -477,4 +478,23 @@ func listOr(names []string) string {
 		return quoted[0]
 	}
 	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+}
+
+// maxDescriptionInRefusal bounds the description whatItIs adds: longer
+// ones explain usage rather than shape, and the message is cut anyway.
+const maxDescriptionInRefusal = 160
+
+// whatItIs is the property's description, in parentheses, for a refusal
+// of its shape: a length or pattern alone does not say what the value
+// should be ("length must be >= 40" of a commit id). "" without one.
+func (n *problemNode) whatItIs() string {
+	d := strings.TrimSuffix(strings.TrimSpace(n.schema.Description), ".")
+	if d == "" || len(d) > maxDescriptionInRefusal {
+		return ""
+	}
+	first, size := utf8.DecodeRuneInString(d)
+	if next, _ := utf8.DecodeRuneInString(d[size:]); !unicode.IsUpper(next) { // "URL ..." stays
+		d = string(unicode.ToLower(first)) + d[size:]
+	}
+	return " (" + d + ")"
 }

@@ -122,3 +122,21 @@ func TestAChoiceBetweenPropertiesIsRefusedNamingThem(t *testing.T) {
 	_, problem = checkArguments(shapes, []byte(`{"handle":"hhh","a":"x"}`))
 	assert.Equal(t, "must match exactly one of the allowed forms, not several", problem)
 }
+
+// A string refused for its length or pattern says what the property is
+// (its description), so "length must be >= 40" comes with "the full
+// commit id" and a caller can fix the value, not only the count.
+func TestAStringRefusedForItsShapeIsToldWhatThePropertyIs(t *testing.T) {
+	s := mustSchema(t, `{"type":"object","additionalProperties":false,"properties":{
+	  "commit":{"type":"string","minLength":40,"maxLength":40,"pattern":"^[0-9a-f]*$",
+	    "description":"Full commit id (40 lowercase hex digits); an abbreviation is refused."},
+	  "plain":{"type":"string","minLength":2}}}`)
+	_, problem := checkArguments(s, []byte(`{"commit":"abc1234"}`))
+	assert.Equal(t, "commit: length must be >= 40 (full commit id (40 lowercase hex digits); an abbreviation is refused)", problem)
+	_, problem = checkArguments(s, []byte(`{"commit":"`+strings.Repeat("A", 40)+`"}`))
+	assert.Equal(t, "commit: must match the pattern ^[0-9a-f]*$ (full commit id (40 lowercase hex digits); an abbreviation is refused)", problem)
+	_, problem = checkArguments(s, []byte(`{"plain":"x"}`))
+	assert.Equal(t, "plain: length must be >= 2", problem, "nothing to add without a description")
+	_, problem = checkArguments(s, []byte(`{"commit":1}`))
+	assert.Equal(t, "commit: must be a string", problem, "a wrong type needs no description")
+}
