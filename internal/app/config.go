@@ -219,7 +219,9 @@ func (c Config) Validate() error {
 	if err := absoluteURL(c.ResourceURL); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_RESOURCE_URL: %w", err))
 	}
-	if err := absoluteURL(c.RiskAPIURL); err != nil {
+	if c.RiskAPIURL == "" {
+		errs = append(errs, errors.New("INTENTGATE_RISK_API_URL is required: the Risk API's base URL"))
+	} else if err := absoluteURL(c.RiskAPIURL); err != nil {
 		errs = append(errs, fmt.Errorf("INTENTGATE_RISK_API_URL: %w", err))
 	}
 	if c.ReleaseAPIURL != "" {

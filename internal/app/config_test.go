@@ -180,3 +180,14 @@ func TestFromEnvFindsTheRegionWhereTheSDKLooks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "eu-west-1", cfg.Region, "AWS_REGION wins")
 }
+
+// The Risk API's URL has no default: a start without it says the
+// variable is required, not that "" is a malformed URL.
+func TestAMissingRiskAPIURLIsReportedAsRequired(t *testing.T) {
+	env := minimalEnv()
+	delete(env, "INTENTGATE_RISK_API_URL")
+	_, err := FromEnv(mapLookup(env))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "INTENTGATE_RISK_API_URL is required")
+	assert.NotContains(t, err.Error(), `"" is not`)
+}

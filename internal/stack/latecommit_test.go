@@ -11,7 +11,7 @@ import (
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
-// Issue 9's late commit, end to end through MCP with the reconciler's
+// A late commit, end to end through MCP with the reconciler's
 // sweep on the shared clock: the create reaches the Release API, our wait
 // ends (UNKNOWN), and the provider commits the first request later. The
 // sweep runs every 10 s of clock time, as a schedule would.
