@@ -161,12 +161,24 @@ func fitConcurrency(ctx context.Context, p prompter, tpl map[string]parameter, a
 const stackScript = awsErrors + `
 import boto3, json
 stack, region = sys.argv[1], sys.argv[2]
+
+def left_table():
+    # The operations table outlives its stack (DeletionPolicy): a stack
+    # about to be created under the same name would fail to create it.
+    # Unknown (not allowed to look) reads as none: CloudFormation says so.
+    name = stack + "-operations"
+    try:
+        boto3.client("dynamodb", region_name=region).describe_table(TableName=name)
+    except ClientError:
+        return ""
+    return name
+
 try:
     stacks = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"]
 except ClientError as e:
     err = e.response.get("Error", {})
     if err.get("Code") == "ValidationError" and "does not exist" in err.get("Message", ""):
-        print(json.dumps({}))
+        print(json.dumps({"left_table": left_table()}))
         sys.exit(0)
     fail(e, "cloudformation:DescribeStacks")
 except Exception as e:
@@ -174,16 +186,23 @@ except Exception as e:
 s = stacks[0]
 outs = {o["OutputKey"]: o["OutputValue"] for o in s.get("Outputs", [])}
 params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Parameters", [])}
-print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"]}))
+# REVIEW_IN_PROGRESS: a stack sam made for a change set never executed,
+# which has created nothing: it is created like a new one.
+left = left_table() if s["StackStatus"] == "REVIEW_IN_PROGRESS" else ""
+print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"], "left_table": left}))
 `
 
 // stackState is what a deploy needs to know of the stack: its endpoint
 // (empty when there is no stack, or no output yet), the ResourceUrl its
 // functions were last deployed with and its status (empty: no stack).
+// LeftTable names the operations table of a stack of this name that is
+// gone (or was never created): the table is retained when its stack is
+// deleted, and creating the stack again would fail on it.
 type stackState struct {
 	Endpoint    string `json:"endpoint"`
 	ResourceURL string `json:"resource_url"`
 	Status      string `json:"status"`
+	LeftTable   string `json:"left_table,omitempty"`
 }
 
 // deployable says what to do about a stack CloudFormation will not
@@ -192,6 +211,10 @@ type stackState struct {
 func (st stackState) deployable(o options) error {
 	where := fmt.Sprintf("-stack %s -region %s", o.stack, o.region)
 	switch s := st.Status; {
+	case (s == "" || s == "REVIEW_IN_PROGRESS") && st.LeftTable != "":
+		return fmt.Errorf("the DynamoDB table %s, kept when an earlier stack %s was deleted, is still in %s: creating the stack would fail on it (\"already exists\"). "+
+			"Export its records if they must be kept, then aws dynamodb delete-table --table-name %s --region %s; or deploy under another -stack",
+			st.LeftTable, o.stack, o.region, st.LeftTable, o.region)
 	case s == "" || s == "REVIEW_IN_PROGRESS":
 		return nil
 	case s == "ROLLBACK_COMPLETE" || s == "ROLLBACK_FAILED" || s == "DELETE_FAILED":

@@ -48,6 +48,21 @@ func TestADeployStopsBeforeBuildingWhenTheStackCannotBeUpdated(t *testing.T) {
 	}
 }
 
+// The operations table outlives its stack (DeletionPolicy): a new stack of
+// the same name would fail to create it ("already exists") after the build,
+// the upload and half the resources, and roll everything back. A first
+// deploy that finds it stops before building and says what to do.
+func TestAFirstDeployStopsOnTheTableAnEarlierStackOfItsNameLeft(t *testing.T) {
+	aws := &fakeAWS{facts: roomy, leftTable: "intentgate-dev-operations"}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "intentgate-dev-operations")
+	assert.ErrorContains(t, err, "delete-table")
+	assert.ErrorContains(t, err, "-stack")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+}
+
 func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
 
 // A stack lives in one region: the region it was first deployed to is

@@ -39,6 +39,7 @@ type fakeAWS struct {
 	existingURL   string
 	failDeploy    int
 	declineDeploy int
+	leftTable     string // a table of the stack's name left by an earlier stack (answered while no stack exists)
 	applied       []map[string]string
 	code          string
 	codeOf        map[string]string
@@ -173,6 +174,9 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 				url = f.endpoint
 			}
 			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url, Status: status})
+		}
+		if f.leftTable != "" {
+			return json.Marshal(stackState{LeftTable: f.leftTable})
 		}
 		return []byte("{}\n"), nil // no stack yet
 	}

@@ -109,3 +109,29 @@ ssm.put_parameter(Name="/ig/plain", Value="plain-key", Type="String")
 		assert.NotContains(t, stderr, "Traceback")
 	}
 }
+
+// With no stack of its name, the stack script looks for the operations
+// table an earlier stack of that name left (retained on delete), under the
+// name the template gives it; a stack that exists is not asked about.
+func TestTheStackScriptFindsTheTableAnEarlierStackLeft(t *testing.T) {
+	python := scriptPython(t)
+	engine, err := localengine.StartMoto(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = engine.Stop() })
+	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+
+	create := `
+import boto3
+boto3.client("dynamodb", region_name="us-east-1").create_table(TableName="ig-script-test-operations",
+    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    BillingMode="PAY_PER_REQUEST")
+`
+	_, stderr, err := runScript(t, python, create, aws)
+	require.NoError(t, err, stderr)
+	out, stderr, err := runScript(t, python, stackScript, aws)
+	require.NoError(t, err, stderr)
+	var st stackState
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	assert.Equal(t, stackState{LeftTable: "ig-script-test-operations"}, st)
+	assert.Equal(t, operationsTableName("ig-script-test"), st.LeftTable)
+}
