@@ -63,6 +63,35 @@ func TestAFirstDeployStopsOnTheTableAnEarlierStackOfItsNameLeft(t *testing.T) {
 	}
 }
 
+// The functions publish their metrics under the Stage dimension alone, and
+// each stack's alarms (some of them rollback triggers) read them there: two
+// stacks of one Stage in one region would read each other's, and one's
+// escalation would roll back the other's deploys. A deploy whose Stage
+// another intentgate stack in the region uses stops before building; its
+// own stack, and other Stages, do not count.
+func TestADeployStopsOnAStageAnotherStackInTheRegionUses(t *testing.T) {
+	aws := &fakeAWS{facts: roomy, stages: map[string]string{"intentgate-alice": "dev", "intentgate-prod": "prod"}}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "intentgate-alice")
+	assert.ErrorContains(t, err, "Stage")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+
+	for name, stages := range map[string]map[string]string{
+		"its own stack":  {"intentgate-dev": "dev"},
+		"other Stages":   {"intentgate-prod": "prod", "intentgate-staging": "staging"},
+		"no other stack": nil,
+	} {
+		aws := &fakeAWS{facts: roomy, stages: stages}
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws), name)
+		assert.Len(t, aws.deploys(), 1, name)
+	}
+	answered := &fakeAWS{facts: roomy, stages: map[string]string{"intentgate-alice": "dev"}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"Stage": "bob"}), strings.NewReader(""), io.Discard, answered))
+	assert.Equal(t, "bob", answered.applied[0]["Stage"])
+}
+
 func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
 
 // A stack lives in one region: the region it was first deployed to is

@@ -243,6 +243,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := st.deployable(o); err != nil {
 		return err
 	}
+	if err := checkStage(ctx, r, python, o, out, withDefaults(tpl, answers)["Stage"]); err != nil {
+		return err
+	}
 	// What samconfig.toml sets for builds, stated: no cache (sam hashes
 	// only the CodeUri folder, not internal/), the functions in parallel.
 	if err := r.run(ctx, out, sam, "build", "--config-file", samConfig, "--no-cached", "--parallel", "--template-file", o.template, "--build-dir", o.buildDir); err != nil {

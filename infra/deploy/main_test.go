@@ -40,6 +40,7 @@ type fakeAWS struct {
 	failDeploy    int
 	declineDeploy int
 	leftTable     string // a table of the stack's name left by an earlier stack (answered while no stack exists)
+	stages        map[string]string // other intentgate stacks in the region: name to Stage
 	applied       []map[string]string
 	code          string
 	codeOf        map[string]string
@@ -147,6 +148,8 @@ func longForm(n *yaml.Node) {
 func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	f.ran = append(f.ran, cmd)
 	switch {
+	case strings.Contains(cmd[2], "stages_in_use"):
+		return json.Marshal(stageFacts{Stages: f.stages})
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
 	case strings.Contains(cmd[2], "describe_parameters"):
