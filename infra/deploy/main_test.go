@@ -39,7 +39,7 @@ type fakeAWS struct {
 	existingURL   string
 	failDeploy    int
 	declineDeploy int
-	leftTable     string // a table of the stack's name left by an earlier stack (answered while no stack exists)
+	leftTable     string            // a table of the stack's name left by an earlier stack (answered while no stack exists)
 	stages        map[string]string // other intentgate stacks in the region: name to Stage
 	applied       []map[string]string
 	code          string
