@@ -92,6 +92,27 @@ func TestADeployStopsOnAStageAnotherStackInTheRegionUses(t *testing.T) {
 	assert.Equal(t, "bob", answered.applied[0]["Stage"])
 }
 
+// The functions refuse to start when the sweep would read fewer shards
+// than the writers spread over (DueShardsSwept between 1 and DueShards-1),
+// which no template parameter rule can say (Rules compare no numbers): the
+// deploy refuses it before building, and takes 0 (= DueShards) or any
+// count from DueShards up.
+func TestADueShardsSweptBelowDueShardsIsRefusedBeforeTheBuild(t *testing.T) {
+	aws := &fakeAWS{facts: roomy}
+	err := run(context.Background(), rememberedAnswers(t, map[string]string{"DueShards": "32", "DueShardsSwept": "16"}), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "DueShardsSwept")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+	err = run(context.Background(), rememberedAnswers(t, map[string]string{"DueShardsSwept": "8"}), strings.NewReader(""), io.Discard, &fakeAWS{facts: roomy})
+	require.ErrorContains(t, err, "DueShardsSwept", "below the template's default DueShards (16)")
+	for _, swept := range []string{"0", "32", "64", "256"} {
+		aws := &fakeAWS{facts: roomy}
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"DueShards": "32", "DueShardsSwept": swept}), strings.NewReader(""), io.Discard, aws), swept)
+		assert.Len(t, aws.deploys(), 1, swept)
+	}
+}
+
 func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
 
 // A stack lives in one region: the region it was first deployed to is

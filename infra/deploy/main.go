@@ -221,6 +221,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := checkARNRegions(answers, o.region); err != nil {
 		return err
 	}
+	if err := checkDueShards(withDefaults(tpl, answers)); err != nil {
+		return err
+	}
 	if err := checkSecureStrings(ctx, r, python, o, out, withDefaults(tpl, answers)); err != nil {
 		return err
 	}
