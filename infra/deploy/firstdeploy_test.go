@@ -113,6 +113,42 @@ func TestADueShardsSweptBelowDueShardsIsRefusedBeforeTheBuild(t *testing.T) {
 	}
 }
 
+// A first create runs no PreTraffic check (CloudFormation applies no
+// update policy to what it creates), so a deploy that created the stack
+// asks the API for the protected resource metadata, which the MCP function
+// serves only once its whole start (configuration, SecureStrings, the
+// issuer's keys) succeeded: an error status fails the deploy and says
+// where to look; an answer this machine can not get is reported only; an
+// update (checked by its hooks) is not asked about.
+func TestADeployThatCreatedTheStackChecksTheMCPFunctionServes(t *testing.T) {
+	const endpoint = "https://abc.execute-api.us-east-1.amazonaws.com/mcp"
+	const metadata = "https://abc.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource"
+	failing := &fakeAWS{facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {502, `{"message":"Internal Server Error"}`}}}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, failing)
+	require.ErrorContains(t, err, "502")
+	assert.ErrorContains(t, err, "/aws/lambda/intentgate-dev-mcp")
+	assert.Len(t, failing.deploys(), 1)
+
+	for name, aws := range map[string]*fakeAWS{
+		"serving":     {facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {200, `{"resource":"https://mcp.example.com/mcp"}`}}},
+		"unreachable": {facts: roomy, endpoint: endpoint},
+		"an update":   {facts: roomy, endpoint: endpoint, existing: true, web: map[string]page{metadata: {502, ""}}},
+	} {
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), &out, aws), name)
+		assert.Len(t, aws.deploys(), 1, name)
+		if name == "unreachable" {
+			assert.Contains(t, out.String(), metadata, "what could not be checked is said")
+		}
+	}
+
+	// Without a ResourceUrl answer: checked once, after the second pass.
+	twoPass := &fakeAWS{facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {502, ""}}}
+	err = run(context.Background(), rememberedAnswers(t, map[string]string{"ResourceUrl": ""}), strings.NewReader(""), io.Discard, twoPass)
+	require.ErrorContains(t, err, "502")
+	assert.Len(t, twoPass.deploys(), 2)
+}
+
 func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
 
 // A stack lives in one region: the region it was first deployed to is

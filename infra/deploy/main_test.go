@@ -231,6 +231,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	servingRetryWait = 0 // the fake API answers at once
 	os.Exit(m.Run())
 }
 
