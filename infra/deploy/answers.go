@@ -120,6 +120,27 @@ func checkARNRegions(answers map[string]string, region string) error {
 	return nil
 }
 
+// checkDueShards refuses a DueShardsSwept between 1 and DueShards-1: the
+// functions refuse to start with it (a sweep must read at least every
+// shard the writers use), and CloudFormation's Rules compare no numbers, so
+// the template can not refuse it. params: answers with the template's
+// defaults.
+func checkDueShards(params map[string]string) error {
+	shards, err := strconv.Atoi(params["DueShards"])
+	if err != nil {
+		return fmt.Errorf("DueShards=%q: want an integer", params["DueShards"])
+	}
+	swept, err := strconv.Atoi(params["DueShardsSwept"])
+	if err != nil {
+		return fmt.Errorf("DueShardsSwept=%q: want an integer", params["DueShardsSwept"])
+	}
+	if swept != 0 && swept < shards {
+		return fmt.Errorf("DueShardsSwept=%d is below DueShards=%d: the functions would refuse to start (the sweep reads at least every shard written to); "+
+			"set it to 0 (= DueShards) or to %d or more (make deploy ARGS=-guided, or the answers file)", swept, shards, shards)
+	}
+	return nil
+}
+
 // question is one answer the guided deploy asks for.
 type question struct {
 	param, prompt string

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,12 +162,24 @@ func fitConcurrency(ctx context.Context, p prompter, tpl map[string]parameter, a
 const stackScript = awsErrors + `
 import boto3, json
 stack, region = sys.argv[1], sys.argv[2]
+
+def left_table():
+    # The operations table outlives its stack (DeletionPolicy): a stack
+    # about to be created under the same name would fail to create it.
+    # Unknown (not allowed to look) reads as none: CloudFormation says so.
+    name = stack + "-operations"
+    try:
+        boto3.client("dynamodb", region_name=region).describe_table(TableName=name)
+    except ClientError:
+        return ""
+    return name
+
 try:
     stacks = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)["Stacks"]
 except ClientError as e:
     err = e.response.get("Error", {})
     if err.get("Code") == "ValidationError" and "does not exist" in err.get("Message", ""):
-        print(json.dumps({}))
+        print(json.dumps({"left_table": left_table()}))
         sys.exit(0)
     fail(e, "cloudformation:DescribeStacks")
 except Exception as e:
@@ -174,16 +187,23 @@ except Exception as e:
 s = stacks[0]
 outs = {o["OutputKey"]: o["OutputValue"] for o in s.get("Outputs", [])}
 params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Parameters", [])}
-print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"]}))
+# REVIEW_IN_PROGRESS: a stack sam made for a change set never executed,
+# which has created nothing: it is created like a new one.
+left = left_table() if s["StackStatus"] == "REVIEW_IN_PROGRESS" else ""
+print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"], "left_table": left}))
 `
 
 // stackState is what a deploy needs to know of the stack: its endpoint
 // (empty when there is no stack, or no output yet), the ResourceUrl its
 // functions were last deployed with and its status (empty: no stack).
+// LeftTable names the operations table of a stack of this name that is
+// gone (or was never created): the table is retained when its stack is
+// deleted, and creating the stack again would fail on it.
 type stackState struct {
 	Endpoint    string `json:"endpoint"`
 	ResourceURL string `json:"resource_url"`
 	Status      string `json:"status"`
+	LeftTable   string `json:"left_table,omitempty"`
 }
 
 // deployable says what to do about a stack CloudFormation will not
@@ -192,6 +212,10 @@ type stackState struct {
 func (st stackState) deployable(o options) error {
 	where := fmt.Sprintf("-stack %s -region %s", o.stack, o.region)
 	switch s := st.Status; {
+	case (s == "" || s == "REVIEW_IN_PROGRESS") && st.LeftTable != "":
+		return fmt.Errorf("the DynamoDB table %s, kept when an earlier stack %s was deleted, is still in %s: creating the stack would fail on it (\"already exists\"). "+
+			"Export its records if they must be kept, then aws dynamodb delete-table --table-name %s --region %s; or deploy under another -stack",
+			st.LeftTable, o.stack, o.region, st.LeftTable, o.region)
 	case s == "" || s == "REVIEW_IN_PROGRESS":
 		return nil
 	case s == "ROLLBACK_COMPLETE" || s == "ROLLBACK_FAILED" || s == "DELETE_FAILED":
@@ -219,4 +243,73 @@ func readStack(ctx context.Context, r runner, python string, o options) (stackSt
 		return stackState{}, fmt.Errorf("stack output McpEndpointUrl = %q is not an https URL", st.Endpoint)
 	}
 	return st, nil
+}
+
+// stageScript lists the other intentgate stacks in the region (stacks of
+// template.yaml: they have its McpFunctionRevision parameter) with their
+// Stage; stacks that hold no resources (a change set never executed, a
+// failed create rolled back) do not count.
+const stageScript = awsErrors + `
+import boto3, json
+stack, region = sys.argv[1], sys.argv[2]
+# stages_in_use
+empty = ("REVIEW_IN_PROGRESS", "ROLLBACK_COMPLETE", "DELETE_COMPLETE")
+found = {}
+try:
+    for page in boto3.client("cloudformation", region_name=region).get_paginator("describe_stacks").paginate():
+        for s in page["Stacks"]:
+            params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Parameters", [])}
+            if s["StackName"] != stack and s["StackStatus"] not in empty and "McpFunctionRevision" in params and "Stage" in params:
+                found[s["StackName"]] = params["Stage"]
+except ClientError as e:
+    err = e.response.get("Error", {})
+    if "AccessDenied" in err.get("Code", ""):
+        print(json.dumps({"unchecked": "%s: %s" % (err.get("Code"), err.get("Message"))}))
+        sys.exit(0)
+    fail(e, "cloudformation:DescribeStacks")
+except Exception as e:
+    fail(e, "cloudformation:DescribeStacks")
+print(json.dumps({"stages": found}))
+`
+
+// stageFacts answers stageScript: the other intentgate stacks' Stage, by
+// stack name, or why they could not be listed.
+type stageFacts struct {
+	Stages    map[string]string `json:"stages"`
+	Unchecked string            `json:"unchecked,omitempty"`
+}
+
+// checkStage refuses a Stage another intentgate stack in the region uses.
+// The functions publish their metrics (namespace intentgate) under the
+// Stage dimension and the access-log metrics are named after it, so the
+// alarms of two such stacks would read each other's metrics, and those
+// that are rollback triggers (escalations, for one) would roll back the
+// other stack's deploys. A deployer who may not list the stacks is told,
+// and the deploy goes on.
+func checkStage(ctx context.Context, r runner, python string, o options, out io.Writer, stage string) error {
+	raw, err := r.output(ctx, python, "-c", stageScript, o.stack, o.region)
+	if err != nil {
+		return fmt.Errorf("list the region's intentgate stacks: %w", err)
+	}
+	var f stageFacts
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &f); err != nil {
+		return fmt.Errorf("intentgate stacks answer %q: %w", raw, err)
+	}
+	if f.Unchecked != "" {
+		fmt.Fprintf(out, "Could not check that no other stack in %s uses Stage %s (%s): two stacks of one Stage read each other's metrics and alarms.\n", o.region, stage, f.Unchecked)
+		return nil
+	}
+	var others []string
+	for name, s := range f.Stages {
+		if s == stage && name != o.stack {
+			others = append(others, name)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	return fmt.Errorf("the Stage %q is already the Stage of the stack %s in %s: the functions publish their metrics under the Stage alone, so the two stacks' alarms would read each other's, "+
+		"and one stack's escalations would roll back the other's deploys. Answer another Stage (make deploy ARGS=-guided), one per stack in a region",
+		stage, strings.Join(others, ", "), o.region)
 }

@@ -48,6 +48,107 @@ func TestADeployStopsBeforeBuildingWhenTheStackCannotBeUpdated(t *testing.T) {
 	}
 }
 
+// The operations table outlives its stack (DeletionPolicy): a new stack of
+// the same name would fail to create it ("already exists") after the build,
+// the upload and half the resources, and roll everything back. A first
+// deploy that finds it stops before building and says what to do.
+func TestAFirstDeployStopsOnTheTableAnEarlierStackOfItsNameLeft(t *testing.T) {
+	aws := &fakeAWS{facts: roomy, leftTable: "intentgate-dev-operations"}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "intentgate-dev-operations")
+	assert.ErrorContains(t, err, "delete-table")
+	assert.ErrorContains(t, err, "-stack")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+}
+
+// The functions publish their metrics under the Stage dimension alone, and
+// each stack's alarms (some of them rollback triggers) read them there: two
+// stacks of one Stage in one region would read each other's, and one's
+// escalation would roll back the other's deploys. A deploy whose Stage
+// another intentgate stack in the region uses stops before building; its
+// own stack, and other Stages, do not count.
+func TestADeployStopsOnAStageAnotherStackInTheRegionUses(t *testing.T) {
+	aws := &fakeAWS{facts: roomy, stages: map[string]string{"intentgate-alice": "dev", "intentgate-prod": "prod"}}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "intentgate-alice")
+	assert.ErrorContains(t, err, "Stage")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+
+	for name, stages := range map[string]map[string]string{
+		"its own stack":  {"intentgate-dev": "dev"},
+		"other Stages":   {"intentgate-prod": "prod", "intentgate-staging": "staging"},
+		"no other stack": nil,
+	} {
+		aws := &fakeAWS{facts: roomy, stages: stages}
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, aws), name)
+		assert.Len(t, aws.deploys(), 1, name)
+	}
+	answered := &fakeAWS{facts: roomy, stages: map[string]string{"intentgate-alice": "dev"}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"Stage": "bob"}), strings.NewReader(""), io.Discard, answered))
+	assert.Equal(t, "bob", answered.applied[0]["Stage"])
+}
+
+// The functions refuse to start when the sweep would read fewer shards
+// than the writers spread over (DueShardsSwept between 1 and DueShards-1),
+// which no template parameter rule can say (Rules compare no numbers): the
+// deploy refuses it before building, and takes 0 (= DueShards) or any
+// count from DueShards up.
+func TestADueShardsSweptBelowDueShardsIsRefusedBeforeTheBuild(t *testing.T) {
+	aws := &fakeAWS{facts: roomy}
+	err := run(context.Background(), rememberedAnswers(t, map[string]string{"DueShards": "32", "DueShardsSwept": "16"}), strings.NewReader(""), io.Discard, aws)
+	require.ErrorContains(t, err, "DueShardsSwept")
+	for _, c := range aws.ran {
+		assert.NotContains(t, []string{"build", "deploy"}, c[1], "ran %v", c)
+	}
+	err = run(context.Background(), rememberedAnswers(t, map[string]string{"DueShardsSwept": "8"}), strings.NewReader(""), io.Discard, &fakeAWS{facts: roomy})
+	require.ErrorContains(t, err, "DueShardsSwept", "below the template's default DueShards (16)")
+	for _, swept := range []string{"0", "32", "64", "256"} {
+		aws := &fakeAWS{facts: roomy}
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, map[string]string{"DueShards": "32", "DueShardsSwept": swept}), strings.NewReader(""), io.Discard, aws), swept)
+		assert.Len(t, aws.deploys(), 1, swept)
+	}
+}
+
+// A first create runs no PreTraffic check (CloudFormation applies no
+// update policy to what it creates), so a deploy that created the stack
+// asks the API for the protected resource metadata, which the MCP function
+// serves only once its whole start (configuration, SecureStrings, the
+// issuer's keys) succeeded: an error status fails the deploy and says
+// where to look; an answer this machine can not get is reported only; an
+// update (checked by its hooks) is not asked about.
+func TestADeployThatCreatedTheStackChecksTheMCPFunctionServes(t *testing.T) {
+	const endpoint = "https://abc.execute-api.us-east-1.amazonaws.com/mcp"
+	const metadata = "https://abc.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource"
+	failing := &fakeAWS{facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {502, `{"message":"Internal Server Error"}`}}}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, failing)
+	require.ErrorContains(t, err, "502")
+	assert.ErrorContains(t, err, "/aws/lambda/intentgate-dev-mcp")
+	assert.Len(t, failing.deploys(), 1)
+
+	for name, aws := range map[string]*fakeAWS{
+		"serving":     {facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {200, `{"resource":"https://mcp.example.com/mcp"}`}}},
+		"unreachable": {facts: roomy, endpoint: endpoint},
+		"an update":   {facts: roomy, endpoint: endpoint, existing: true, web: map[string]page{metadata: {502, ""}}},
+	} {
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), &out, aws), name)
+		assert.Len(t, aws.deploys(), 1, name)
+		if name == "unreachable" {
+			assert.Contains(t, out.String(), metadata, "what could not be checked is said")
+		}
+	}
+
+	// Without a ResourceUrl answer: checked once, after the second pass.
+	twoPass := &fakeAWS{facts: roomy, endpoint: endpoint, web: map[string]page{metadata: {502, ""}}}
+	err = run(context.Background(), rememberedAnswers(t, map[string]string{"ResourceUrl": ""}), strings.NewReader(""), io.Discard, twoPass)
+	require.ErrorContains(t, err, "502")
+	assert.Len(t, twoPass.deploys(), 2)
+}
+
 func regionOf(cmd []string) string { return cmd[slices.Index(cmd, "--region")+1] }
 
 // A stack lives in one region: the region it was first deployed to is

@@ -18,6 +18,9 @@
 // names each function's version after its built code, its properties and
 // the parameter values they use (<Function>Revision), so a change of
 // answers alone reaches the alias, and only of the functions it touches.
+// A deploy that created the stack (which CloudFormation checks with no
+// PreTraffic hook) then asks the API for the protected resource metadata,
+// which the MCP function answers only once its whole start succeeded.
 //
 // AWS is reached only through the tools virtualenv (sam, and boto3 for the
 // account checks); credentials come from the usual AWS environment.
@@ -32,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -224,6 +228,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := checkARNRegions(answers, o.region); err != nil {
 		return err
 	}
+	if err := checkDueShards(withDefaults(tpl, answers)); err != nil {
+		return err
+	}
 	if err := checkSecureStrings(ctx, r, python, o, out, withDefaults(tpl, answers)); err != nil {
 		return err
 	}
@@ -244,6 +251,12 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		return err
 	}
 	if err := st.deployable(o); err != nil {
+		return err
+	}
+	// This run creates the stack: CloudFormation runs no PreTraffic hook
+	// for what it creates, so the deploy checks the endpoint itself.
+	creates := st.Status == "" || st.Status == "REVIEW_IN_PROGRESS"
+	if err := checkStage(ctx, r, python, o, out, withDefaults(tpl, answers)["Stage"]); err != nil {
 		return err
 	}
 	// What samconfig.toml sets for builds, stated: no cache (sam hashes
@@ -274,7 +287,10 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		if err := deploy(params); err != nil {
 			return fmt.Errorf("sam deploy: %w", err)
 		}
-		return rememberSalt(o, saltFile, salt)
+		if err := rememberSalt(o, saltFile, salt); err != nil {
+			return err
+		}
+		return checkServing(ctx, r, python, o, out, creates)
 	}
 	// No answer: the API's own URL, which only the stack knows. It is
 	// read from the stack on every run and never remembered as an answer,
@@ -306,7 +322,62 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	if err := deploy(params); err != nil {
 		return fmt.Errorf("sam deploy with ResourceUrl %s: %w", st.Endpoint, err)
 	}
-	return rememberSalt(o, saltFile, salt)
+	if err := rememberSalt(o, saltFile, salt); err != nil {
+		return err
+	}
+	return checkServing(ctx, r, python, o, out, creates)
+}
+
+// servingAttempts and servingRetryWait: how often, and how far apart, a
+// new stack's endpoint is asked before its error status is taken as the
+// answer (a function's first start reads the SecureStrings and the
+// issuer's keys; an API just created may answer 404 for a moment).
+var (
+	servingAttempts  = 3
+	servingRetryWait = 5 * time.Second
+)
+
+// checkServing, after a deploy that created the stack, GETs the protected
+// resource metadata through the API: the MCP function answers it only once
+// its whole start (configuration, SecureStrings, the issuer's keys)
+// succeeded, and a first create runs no PreTraffic check that would have
+// found out. An error status fails the deploy with where to look; an
+// answer this machine can not get is reported only.
+func checkServing(ctx context.Context, r runner, python string, o options, out io.Writer, created bool) error {
+	if !created {
+		return nil // an update's new versions passed their PreTraffic hooks
+	}
+	st, err := readStack(ctx, r, python, o)
+	if err != nil {
+		return err
+	}
+	if st.Endpoint == "" {
+		return nil // the change set was declined: nothing was created
+	}
+	url := strings.TrimSuffix(st.Endpoint, "/mcp") + "/.well-known/oauth-protected-resource"
+	var status int
+	for attempt := 1; ; attempt++ {
+		status, _, err = r.fetch(ctx, url)
+		if err != nil {
+			fmt.Fprintf(out, "Could not check from here that the new stack serves (%s: %v): the MCP function reads its SecureStrings and the issuer's keys when it starts.\n", url, err)
+			return nil
+		}
+		if status == http.StatusOK {
+			fmt.Fprintf(out, "The new stack serves: %s answered 200.\n", url)
+			return nil
+		}
+		if attempt >= servingAttempts || (status != http.StatusNotFound && status < 500) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(servingRetryWait):
+		}
+	}
+	return fmt.Errorf("the stack %s was created, but %s answers HTTP %d: the MCP function does not start or serve, and a first create runs no PreTraffic check. "+
+		"Its log group /aws/lambda/%s-mcp says why (aws logs tail /aws/lambda/%s-mcp --region %s); fix the cause and run make deploy again",
+		o.stack, url, status, o.stack, o.stack, o.region)
 }
 
 // placeholderResourceURL stands in for ResourceUrl until the first deploy

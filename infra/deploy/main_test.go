@@ -39,6 +39,8 @@ type fakeAWS struct {
 	existingURL   string
 	failDeploy    int
 	declineDeploy int
+	leftTable     string            // a table of the stack's name left by an earlier stack (answered while no stack exists)
+	stages        map[string]string // other intentgate stacks in the region: name to Stage
 	applied       []map[string]string
 	code          string
 	codeOf        map[string]string
@@ -146,6 +148,8 @@ func longForm(n *yaml.Node) {
 func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 	f.ran = append(f.ran, cmd)
 	switch {
+	case strings.Contains(cmd[2], "stages_in_use"):
+		return json.Marshal(stageFacts{Stages: f.stages})
 	case strings.Contains(cmd[2], "get_account_settings"):
 		return json.Marshal(f.facts)
 	case strings.Contains(cmd[2], "describe_parameters"):
@@ -173,6 +177,9 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 				url = f.endpoint
 			}
 			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url, Status: status})
+		}
+		if f.leftTable != "" {
+			return json.Marshal(stackState{LeftTable: f.leftTable})
 		}
 		return []byte("{}\n"), nil // no stack yet
 	}
@@ -224,6 +231,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	servingRetryWait = 0 // the fake API answers at once
 	os.Exit(m.Run())
 }
 

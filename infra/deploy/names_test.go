@@ -50,3 +50,26 @@ func TestEveryFunctionNameFitsTheLongestStackNameAccepted(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, checked, 4)
 }
+
+// operationsTableName is the name template.yaml gives the operations table
+// of a stack: what the stack script looks for before a stack is created.
+func operationsTableName(stack string) string { return stack + "-operations" }
+
+func TestTheTableTheDeployLooksForIsTheTemplatesTable(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	require.NoError(t, err)
+	var tpl struct {
+		Resources struct {
+			OperationsTable struct {
+				Properties struct {
+					TableName yaml.Node `yaml:"TableName"`
+				} `yaml:"Properties"`
+			} `yaml:"OperationsTable"`
+		} `yaml:"Resources"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &tpl))
+	n := tpl.Resources.OperationsTable.Properties.TableName
+	require.Equal(t, "!Sub", n.Tag)
+	assert.Equal(t, operationsTableName("ig-x"), strings.ReplaceAll(n.Value, "${AWS::StackName}", "ig-x"))
+	assert.Contains(t, stackScript, `stack + "-operations"`, "the stack script's table name")
+}

@@ -109,3 +109,60 @@ ssm.put_parameter(Name="/ig/plain", Value="plain-key", Type="String")
 		assert.NotContains(t, stderr, "Traceback")
 	}
 }
+
+// With no stack of its name, the stack script looks for the operations
+// table an earlier stack of that name left (retained on delete), under the
+// name the template gives it; a stack that exists is not asked about.
+func TestTheStackScriptFindsTheTableAnEarlierStackLeft(t *testing.T) {
+	python := scriptPython(t)
+	engine, err := localengine.StartMoto(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = engine.Stop() })
+	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+
+	create := `
+import boto3
+boto3.client("dynamodb", region_name="us-east-1").create_table(TableName="ig-script-test-operations",
+    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    BillingMode="PAY_PER_REQUEST")
+`
+	_, stderr, err := runScript(t, python, create, aws)
+	require.NoError(t, err, stderr)
+	out, stderr, err := runScript(t, python, stackScript, aws)
+	require.NoError(t, err, stderr)
+	var st stackState
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	assert.Equal(t, stackState{LeftTable: "ig-script-test-operations"}, st)
+	assert.Equal(t, operationsTableName("ig-script-test"), st.LeftTable)
+}
+
+// The stage script lists the region's other intentgate stacks (those with
+// the template's McpFunctionRevision parameter) with their Stage: not the
+// stack being deployed, not another application's stack.
+func TestTheStageScriptListsTheOtherIntentgateStacks(t *testing.T) {
+	python := scriptPython(t)
+	engine, err := localengine.StartMoto(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = engine.Stop() })
+	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+
+	create := `
+import boto3, json
+cf = boto3.client("cloudformation", region_name="us-east-1")
+def stack(name, params):
+    cf.create_stack(StackName=name, Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in params.items()],
+        TemplateBody=json.dumps({"Parameters": {k: {"Type": "String"} for k in params},
+            "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}))
+stack("ig-script-test", {"Stage": "dev", "McpFunctionRevision": "abcdef0123"})
+stack("ig-alice", {"Stage": "dev", "McpFunctionRevision": "abcdef0123"})
+stack("ig-prod", {"Stage": "prod", "McpFunctionRevision": "abcdef0123"})
+stack("someone-else", {"Stage": "dev"})
+`
+	_, stderr, err := runScript(t, python, create, aws)
+	require.NoError(t, err, stderr)
+	out, stderr, err := runScript(t, python, stageScript, aws)
+	require.NoError(t, err, stderr)
+	var f stageFacts
+	require.NoError(t, json.Unmarshal([]byte(out), &f), out)
+	assert.Equal(t, stageFacts{Stages: map[string]string{"ig-alice": "dev", "ig-prod": "prod"}}, f)
+}

@@ -485,3 +485,30 @@ func TestTemplateEveryCanaryIsCheckedBeforeTrafficShifts(t *testing.T) {
 			"%s: its hook may not invoke the function's versions", fn.id)
 	}
 }
+
+// TestTemplateClockSkewBoundIsOneTheFunctionsAccept: a bound the template
+// accepts but the functions refuse (above MaxClockSkewBound) deploys
+// functions that fail at every start; a first create runs no PreTraffic
+// check, so nothing would stop it.
+func TestTemplateClockSkewBoundIsOneTheFunctionsAccept(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, v := range []string{"0s", "10s", "250ms", "5m", "300s", "300000ms", "0m"} {
+		require.True(t, tpl.parameterAccepts(t, "ClockSkewBound", v), v)
+		values := maps.Clone(templateSamples)
+		values["ClockSkewBound"] = v
+		ev := tpl.evaluator(t, values)
+		for _, fn := range tpl.functions(t) {
+			env := map[string]string{"AWS_LAMBDA_FUNCTION_NAME": fn.id}
+			for name, node := range fn.env {
+				if s, ok, err := ev.eval(node); err == nil && ok {
+					env[name] = s.(string)
+				}
+			}
+			_, err := FromEnv(mapLookup(env))
+			assert.NoError(t, err, "%s with ClockSkewBound=%s", fn.id, v)
+		}
+	}
+	for _, v := range []string{"6m", "10m", "301s", "300001ms", "1h", "5", "-1s", "99999999999999999999s"} {
+		assert.False(t, tpl.parameterAccepts(t, "ClockSkewBound", v), "%s is above the functions' %s", v, MaxClockSkewBound)
+	}
+}
