@@ -30,6 +30,7 @@ type parameter struct {
 	Default        *string  `yaml:"Default"`
 	AllowedPattern string   `yaml:"AllowedPattern"`
 	AllowedValues  []string `yaml:"AllowedValues"`
+	MaxLength      *int     `yaml:"MaxLength"`
 	MinValue       *float64 `yaml:"MinValue"`
 	MaxValue       *float64 `yaml:"MaxValue"`
 	Description    string   `yaml:"Description"`
@@ -72,6 +73,9 @@ func (p parameter) validate(name, v string) error {
 	}
 	if strings.Contains(strings.ToLower(v), "parameterkey=") || strings.Contains(strings.ToLower(v), "parametervalue=") {
 		return fmt.Errorf("%s=%q: sam deploy would read ParameterKey=/ParameterValue= in a value as another parameter", name, v)
+	}
+	if p.MaxLength != nil && len(v) > *p.MaxLength {
+		return fmt.Errorf("%s: at most %d characters, got %d", name, *p.MaxLength, len(v))
 	}
 	if p.AllowedPattern != "" {
 		re, err := regexp.Compile(p.AllowedPattern)

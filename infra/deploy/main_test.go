@@ -715,3 +715,18 @@ C2: !Not [!Equals [!Ref P5, ""]]
 	assert.Equal(t, []string{"Log", "P1", "P2", "P3", "P4", "P5", "Queue", "Role", "X"}, slices.Sorted(maps.Keys(refs.names)))
 	assert.Equal(t, []string{"C1", "C2"}, slices.Sorted(maps.Keys(refs.conditions)))
 }
+
+// An answer longer than its parameter's MaxLength is refused before
+// anything is built, as CloudFormation would refuse it after the build and
+// the upload; the template's own parameters are the rule.
+func TestAnAnswerLongerThanItsParameterAllowsIsRefusedBeforeTheBuild(t *testing.T) {
+	params, err := loadParameters("../../template.yaml")
+	require.NoError(t, err)
+	p, ok := params["OperatorName"]
+	require.True(t, ok)
+	require.NotNil(t, p.MaxLength, "template.yaml bounds OperatorName")
+	assert.NoError(t, p.validate("OperatorName", strings.Repeat("o", *p.MaxLength)))
+	err = p.validate("OperatorName", strings.Repeat("o", *p.MaxLength+1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("at most %d characters", *p.MaxLength))
+}
