@@ -52,6 +52,26 @@ func TestTemplateURLParametersRequireHTTPS(t *testing.T) {
 	}
 }
 
+// A URL the template accepts is one the functions start with: a value
+// that passes the parameter's pattern but fails FromEnv deploys green (a
+// first create runs no start-up check) and never serves.
+func TestTemplateURLParametersAcceptOnlyURLsTheFunctionsAccept(t *testing.T) {
+	tpl := loadTemplate(t)
+	samples := []string{
+		"https://a b", "https://a/b c", "https://a/\tb", "https://a/%zz", "https://a/b%2", "https://a/%", "https://a%20b",
+		"http://localhost/a b", "http://localhost/%zz",
+		"https://a/b%20c", "https://a.example.com/v1?x=1", "https://a:8443/p#f", "http://localhost:4566/mcp",
+	}
+	for _, name := range []string{"ResourceUrl", "TokenIssuer", "JwksUrl", "RiskApiUrl", "ReleaseApiUrl"} {
+		for _, v := range samples {
+			if tpl.parameterAccepts(t, name, v) {
+				assert.NoError(t, absoluteURL(v), "%s accepts %q, which the functions refuse", name, v)
+			}
+		}
+		assert.True(t, tpl.parameterAccepts(t, name, "https://a/b%20c"), "%s: an escaped space is a URL", name)
+	}
+}
+
 func TestTemplateKMSKeyMustBeAFullKeyARN(t *testing.T) {
 	tpl := loadTemplate(t)
 	for v, want := range map[string]bool{
