@@ -57,6 +57,10 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventOperatorFailed:    operation.StateFailed,
 		operation.EventEvidenceRecorded:  operation.StateEscalated,
 	},
+	operation.StateFailed: {
+		// Final: only a stale dispatcher's verified evidence is journalled.
+		operation.EventEvidenceRecorded: operation.StateFailed,
+	},
 }
 
 func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
@@ -91,13 +95,20 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 	}
 }
 
-func TestFailedAcceptsNoEventAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
+func TestFailedTakesOnlyEvidenceAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
 	audit := map[operation.EventType]bool{
 		operation.EventAuditClean: true, operation.EventAuditDeferred: true, operation.EventAuditMultiple: true,
 		operation.EventAuditExhausted: true, operation.EventClockSkewExceeded: true, operation.EventEvidenceRecorded: true,
 	}
 	for _, ev := range operation.TransitionEvents() {
-		_, ok := operation.Next(operation.StateFailed, ev)
+		to, ok := operation.Next(operation.StateFailed, ev)
+		if ev == operation.EventEvidenceRecorded {
+			// A verified effect reported after all is journalled, never
+			// dropped; the state stays FAILED.
+			assert.True(t, ok)
+			assert.Equal(t, operation.StateFailed, to)
+			continue
+		}
 		assert.False(t, ok, "FAILED must be final but accepts %s", ev)
 		_, ok = operation.Next(operation.StateSucceeded, ev)
 		assert.Equal(t, audit[ev], ok, "SUCCEEDED accepts only the duplicate audit and evidence, not %s", ev)

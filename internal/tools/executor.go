@@ -512,9 +512,9 @@ func (e *Executor) journalEvidence(ctx context.Context, tool WriteTool, cur oper
 			}
 			cur = got
 		}
-		if cur.ResourceID == verified.ResourceID || cur.State == operation.StateFailed {
-			// Already the recorded effect; a FAILED one takes no evidence
-			// (only an operator's FAILED follows an incident).
+		if cur.ResourceID == verified.ResourceID {
+			// Already the recorded effect. A FAILED operation does take the
+			// id: it is then the only record that an effect exists.
 			return cur, nil
 		}
 		now := e.cfg.Clock()
