@@ -169,7 +169,9 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if ev.Duplicates > 0 {
 		next.DuplicateResources = ev.Duplicates
 	}
-	if to == StateEscalated {
+	if to == StateEscalated && op.State != StateEscalated {
+		// Set on entering: evidence journalled afterwards adds to what the
+		// operator reads, it does not replace why the operator was called.
 		next.Escalation = ev.Detail
 	}
 

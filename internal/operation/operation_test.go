@@ -479,3 +479,21 @@ func TestOnlyAnOperationWhoseEveryDispatchIsRuledOutMayBeWithdrawn(t *testing.T)
 		})
 	}
 }
+
+// Evidence journalled on an ESCALATED operation adds to what the operator
+// reads; it does not replace why the operator was called (an incident, a
+// clock beyond the bound), which every answer about the operation shows.
+func TestEvidenceOnAnEscalatedOperationKeepsWhyItWasEscalated(t *testing.T) {
+	unknown, err := newOp(t).Apply(operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	why := "incident: 2 matching effects [rv-1, rv-2]; escalated to risk-oncall; nothing deleted or chosen"
+	escalated, err := unknown.Apply(operation.Event{Type: operation.EventProbeMultiple, At: t0.Add(time.Minute), Duplicates: 2, Detail: why})
+	require.NoError(t, err)
+	require.Equal(t, why, escalated.Escalation)
+
+	withEvidence, err := escalated.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(2 * time.Minute),
+		ResourceID: "rv-3", Source: "stale_dispatcher", Detail: "a dispatcher that lost its lease or a race created and verified rv-3"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateEscalated, withEvidence.State)
+	assert.Equal(t, why, withEvidence.Escalation)
+}
