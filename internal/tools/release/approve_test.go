@@ -52,6 +52,11 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		{"proven absent", walk(t, operation.Event{Type: operation.EventProbeNotFound}), "awaits the reconciler's retry"},
 		{"operator failed", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed}), "failed without effect"},
 		{"pending", pending, "still in flight"},
+		// A reported ticket is no proven absence, and no failure without effect.
+		{"retryable with a reported ticket", walk(t, operation.Event{Type: operation.EventProbeNotFound},
+			operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-9473"}), "ticket-9473"},
+		{"failed with a ticket reported afterwards", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed},
+			operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-9474"}), "ticket-9474"},
 		{"another family", foreignTool, "is not a deployment ticket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
