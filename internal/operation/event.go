@@ -56,8 +56,10 @@ const (
 
 	// A dispatcher that lost its lease or a race while holding verified
 	// evidence (a created resource id) journals it on the current version;
-	// the state does not change, but the duplicate audit counts the id.
-	EventEvidenceRecorded EventType = "dispatch_evidence_recorded" // any state but FAILED -> same
+	// the state does not change, but the duplicate audit counts the id. On
+	// a FAILED operation it is the only record that an effect exists after
+	// all (EffectsReportedAfterFailure).
+	EventEvidenceRecorded EventType = "dispatch_evidence_recorded" // any state -> same
 )
 
 // TransitionEvents lists every event that moves the state machine.
@@ -80,9 +82,10 @@ func TransitionEvents() []EventType {
 // verification_inconclusive (a success-shaped answer we could not confirm).
 func Next(from State, ev EventType) (State, bool) {
 	if ev == EventEvidenceRecorded {
-		// Evidence never moves the state; a FAILED operation (proven no
-		// effect, business key released) takes no evidence of an effect.
-		if !from.Valid() || from == StateFailed {
+		// Evidence never moves the state. A FAILED operation takes it too:
+		// its business key is gone and cannot be taken back, but a verified
+		// effect the provider reported must not be dropped unrecorded.
+		if !from.Valid() {
 			return "", false
 		}
 		return from, true

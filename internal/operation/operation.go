@@ -2,6 +2,7 @@ package operation
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -168,7 +169,9 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if ev.Duplicates > 0 {
 		next.DuplicateResources = ev.Duplicates
 	}
-	if to == StateEscalated {
+	if to == StateEscalated && op.State != StateEscalated {
+		// Set on entering: evidence journalled afterwards adds to what the
+		// operator reads, it does not replace why the operator was called.
 		next.Escalation = ev.Detail
 	}
 
@@ -276,6 +279,22 @@ func (op Operation) EffectEvidence() []string {
 	for _, ev := range op.Journal {
 		if ev.ResourceID != "" && !seen[ev.ResourceID] {
 			seen[ev.ResourceID] = true
+			ids = append(ids, ev.ResourceID)
+		}
+	}
+	return ids
+}
+
+// EffectsReportedAfterFailure lists, once each, the resource ids a stale
+// dispatcher journalled after op had FAILED: verified effects of an
+// operation recorded as having none (the provider broke its promise, or a
+// search missed them). The fact's business key is already released, so
+// such an operation is an incident for an operator, never a reason to ask
+// for the fact again.
+func (op Operation) EffectsReportedAfterFailure() []string {
+	var ids []string
+	for _, ev := range op.Journal {
+		if ev.Type == EventEvidenceRecorded && ev.From == StateFailed && ev.ResourceID != "" && !slices.Contains(ids, ev.ResourceID) {
 			ids = append(ids, ev.ResourceID)
 		}
 	}

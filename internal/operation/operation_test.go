@@ -57,6 +57,10 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventOperatorFailed:    operation.StateFailed,
 		operation.EventEvidenceRecorded:  operation.StateEscalated,
 	},
+	operation.StateFailed: {
+		// Final: only a stale dispatcher's verified evidence is journalled.
+		operation.EventEvidenceRecorded: operation.StateFailed,
+	},
 }
 
 func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
@@ -91,13 +95,20 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 	}
 }
 
-func TestFailedAcceptsNoEventAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
+func TestFailedTakesOnlyEvidenceAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
 	audit := map[operation.EventType]bool{
 		operation.EventAuditClean: true, operation.EventAuditDeferred: true, operation.EventAuditMultiple: true,
 		operation.EventAuditExhausted: true, operation.EventClockSkewExceeded: true, operation.EventEvidenceRecorded: true,
 	}
 	for _, ev := range operation.TransitionEvents() {
-		_, ok := operation.Next(operation.StateFailed, ev)
+		to, ok := operation.Next(operation.StateFailed, ev)
+		if ev == operation.EventEvidenceRecorded {
+			// A verified effect reported after all is journalled, never
+			// dropped; the state stays FAILED.
+			assert.True(t, ok)
+			assert.Equal(t, operation.StateFailed, to)
+			continue
+		}
 		assert.False(t, ok, "FAILED must be final but accepts %s", ev)
 		_, ok = operation.Next(operation.StateSucceeded, ev)
 		assert.Equal(t, audit[ev], ok, "SUCCEEDED accepts only the duplicate audit and evidence, not %s", ev)
@@ -467,4 +478,22 @@ func TestOnlyAnOperationWhoseEveryDispatchIsRuledOutMayBeWithdrawn(t *testing.T)
 			}
 		})
 	}
+}
+
+// Evidence journalled on an ESCALATED operation adds to what the operator
+// reads; it does not replace why the operator was called (an incident, a
+// clock beyond the bound), which every answer about the operation shows.
+func TestEvidenceOnAnEscalatedOperationKeepsWhyItWasEscalated(t *testing.T) {
+	unknown, err := newOp(t).Apply(operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	why := "incident: 2 matching effects [rv-1, rv-2]; escalated to risk-oncall; nothing deleted or chosen"
+	escalated, err := unknown.Apply(operation.Event{Type: operation.EventProbeMultiple, At: t0.Add(time.Minute), Duplicates: 2, Detail: why})
+	require.NoError(t, err)
+	require.Equal(t, why, escalated.Escalation)
+
+	withEvidence, err := escalated.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(2 * time.Minute),
+		ResourceID: "rv-3", Source: "stale_dispatcher", Detail: "a dispatcher that lost its lease or a race created and verified rv-3"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateEscalated, withEvidence.State)
+	assert.Equal(t, why, withEvidence.Escalation)
 }

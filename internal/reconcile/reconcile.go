@@ -259,8 +259,10 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 	if len(next.Journal) > 0 && next.Version > claimed.Version {
 		res.Dispatch = next.Journal[len(next.Journal)-1].Type
 	}
-	if err != nil && !isStale(err) {
+	if err != nil && (!isStale(err) || errors.Is(err, tools.ErrEvidenceNotJournalled)) {
 		// The claim stands under its lease; the sweep expires it to UNKNOWN.
+		// A lost race is no failure, but a verified effect it could not
+		// journal is: this error, logged, is then its only record.
 		return res, fmt.Errorf("reconcile %s: record retried dispatch (%s): %w", op.Handle, rep.ErrorClass, err)
 	}
 	return res, nil

@@ -776,3 +776,35 @@ func TestATransitionRefusedForATransactionConflictIsTriedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A verified effect a stale dispatcher reports after the operation FAILED
+// is journalled on it. Its business key went when it failed and is another
+// operation's now: the evidence must not touch it. And the item is kept
+// past the retention, since it is the record of an effect that exists.
+func TestEvidenceOnAFailedOperationIsKeptAndLeavesTheNextHoldersKeyAlone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728001|standard|g1"
+	first := newOp(t, "client-a", "op-00000011", bk, "r")
+	f.insert(t, first)
+	failed, err := f.st.Transition(ctx, first, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at")
+
+	next := newOp(t, "client-a", "op-00000012", bk, "r")
+	f.insert(t, next)
+
+	got, err := f.st.Transition(ctx, failed, operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Minute),
+		NextAt: t0.Add(time.Minute), Source: "stale_dispatcher", ResourceID: "rv-late"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, got.State)
+	assert.Equal(t, []string{"rv-late"}, got.EffectsReportedAfterFailure())
+	stored, err := f.st.Get(ctx, first.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, got.Version, stored.Version)
+	assert.NotContains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "the record of an effect outlives the retention")
+	assert.NotContains(t, f.rawItem(t, "op#"+first.Handle), "gsi1pk", "nothing for the reconciler to do")
+	holder, err := f.st.BusinessKeyHolder(ctx, "request_risk_review", bk)
+	require.NoError(t, err)
+	assert.Equal(t, next.Handle, holder, "the next operation keeps the fact")
+}

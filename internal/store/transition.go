@@ -73,10 +73,12 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 	return next, nil
 }
 
-// writeTransition writes next over current: one conditional update, or for
-// FAILED the update and the business key's release in one transaction.
+// writeTransition writes next over current: one conditional update, or on
+// entering FAILED the update and the business key's release in one
+// transaction. Evidence journalled on an operation already FAILED releases
+// nothing: its key went when it failed, and may be another's by now.
 func (s *Store) writeTransition(ctx context.Context, current, next operation.Operation, update *types.Update) error {
-	if next.State == operation.StateFailed {
+	if next.State == operation.StateFailed && current.State != operation.StateFailed {
 		return s.transitionReleasingBusinessKey(ctx, current, update)
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -189,9 +191,12 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 	} else {
 		update = update.Remove(expression.Name(attrGSI1PK)).Remove(expression.Name(attrGSI1SK))
 	}
-	if next.State == operation.StateFailed {
+	if next.State == operation.StateFailed && len(next.EffectsReportedAfterFailure()) == 0 {
 		set(attrExpires, s.expiry(next))
 	} else {
+		// Kept: live work, a fact that stays true, or a FAILED operation
+		// with an effect reported after all, an incident whose record
+		// must outlive the retention.
 		update = update.Remove(expression.Name(attrExpires))
 	}
 	condition := expression.Name(attrVersion).Equal(expression.Value(current.Version)).

@@ -211,6 +211,10 @@ func whyNotWithdrawn(op operation.Operation) string {
 	case operation.StateSucceeded:
 		return "the operation already succeeded (committed and verified); its effect exists"
 	case operation.StateFailed:
+		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+			return "the operation was recorded failed, but the provider later reported an effect (" + strings.Join(ids, ", ") +
+				"); an operator must look"
+		}
 		return "the operation already failed without effect; there is nothing to cancel"
 	case operation.StateEscalated:
 		return "an effect may exist and an operator must resolve it; ask the operator, do not resend"

@@ -94,7 +94,12 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 		} else {
 			t.StatusMessage = "failed without effect"
 		}
-		if op.State == operation.StateFailed {
+		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+			// The terminal status stays; what it claimed no longer holds.
+			t.StatusMessage = "recorded " + t.StatusMessage + ", but the provider later reported an effect (" +
+				strings.Join(ids, ", ") + "); an operator must look; do not ask for it again"
+		}
+		if op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) == 0 {
 			ttl := updated.Add(tm.Retention).Sub(created).Milliseconds()
 			t.TTLMs = &ttl
 		}
@@ -188,8 +193,17 @@ func escalatedMessage(op operation.Operation, operator string) string {
 
 // cancelled reports whether the operation ended by tasks/cancel.
 func cancelled(op operation.Operation) bool {
-	n := len(op.Journal)
-	return op.State == operation.StateFailed && n > 0 && op.Journal[n-1].Type == operation.EventClientCancelled
+	if op.State != operation.StateFailed {
+		return false
+	}
+	// The event that made it FAILED, not the last one: evidence may be
+	// journalled on a FAILED operation afterwards.
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.To == operation.StateFailed && ev.From != operation.StateFailed {
+			return ev.Type == operation.EventClientCancelled
+		}
+	}
+	return false
 }
 
 // pollInterval follows the reconciler: the next moment anything can change

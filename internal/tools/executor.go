@@ -497,6 +497,12 @@ func (e *Executor) AuditAt(op operation.Operation, rec Recovery) time.Time {
 	return horizon.Add(rec.SettleWindow)
 }
 
+// ErrEvidenceNotJournalled: a dispatcher that lost its race held a verified
+// effect and could not journal it. The error (which names the resource id)
+// is then the only record of the effect, so no caller may take it for a
+// lost race and drop it.
+var ErrEvidenceNotJournalled = errors.New("verified dispatch evidence not journalled")
+
 // journalEvidence records a stale dispatcher's verified resource id on the
 // current version (re-reading on a race), unless the current version
 // already names it as its effect. It makes an UNKNOWN due for a probe and
@@ -508,13 +514,13 @@ func (e *Executor) journalEvidence(ctx context.Context, tool WriteTool, cur oper
 		if cur.Version == 0 {
 			got, err := e.cfg.Store.Get(sctx, cur.Handle)
 			if err != nil {
-				return cur, fmt.Errorf("journal dispatch evidence %s: %w", verified.ResourceID, err)
+				return cur, fmt.Errorf("%w: %s: %w", ErrEvidenceNotJournalled, verified.ResourceID, err)
 			}
 			cur = got
 		}
-		if cur.ResourceID == verified.ResourceID || cur.State == operation.StateFailed {
-			// Already the recorded effect; a FAILED one takes no evidence
-			// (only an operator's FAILED follows an incident).
+		if cur.ResourceID == verified.ResourceID {
+			// Already the recorded effect. A FAILED operation does take the
+			// id: it is then the only record that an effect exists.
 			return cur, nil
 		}
 		now := e.cfg.Clock()
@@ -527,14 +533,14 @@ func (e *Executor) journalEvidence(ctx context.Context, tool WriteTool, cur oper
 		}
 		var stale *store.StaleError
 		if !errors.As(err, &stale) {
-			return cur, fmt.Errorf("journal dispatch evidence %s: %w", verified.ResourceID, err)
+			return cur, fmt.Errorf("%w: %s: %w", ErrEvidenceNotJournalled, verified.ResourceID, err)
 		}
 		cur = next // the current version, or a zero Version to re-read
 		if stale.Current == nil {
 			cur.Version = 0
 		}
 	}
-	return cur, fmt.Errorf("journal dispatch evidence %s: lost three races", verified.ResourceID)
+	return cur, fmt.Errorf("%w: %s: lost three races", ErrEvidenceNotJournalled, verified.ResourceID)
 }
 
 // Transition records ev with a detached, store-bounded context and reports

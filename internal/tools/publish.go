@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/intentgate/intentgate/internal/operation"
 )
@@ -64,6 +65,13 @@ func ViewOf(op operation.Operation, statusTool, handleArg string) StateView {
 	case operation.StateSucceeded:
 		return StateView{Message: "committed and verified", Next: &NextAction{Hint: "done; do not call again for this intent"}}
 	case operation.StateFailed:
+		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+			// The fact is free again, but an effect exists: a new attempt
+			// would make a second one.
+			query.Hint = "an operator must look at the reported effect; do not ask for this again, not even with a new operation_id"
+			return StateView{IsError: true, Code: CodeOperationFailed, Next: query,
+				Message: "recorded failed without effect, but the provider later reported an effect (" + strings.Join(ids, ", ") + ")"}
+		}
 		query.Hint = "proven no effect; a new attempt needs a new operation_id"
 		return StateView{IsError: true, Code: CodeOperationFailed, Message: "failed without effect", RetryAllowed: true, Next: query}
 	case operation.StateEscalated:

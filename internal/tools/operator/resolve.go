@@ -217,12 +217,22 @@ func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool
 				len(res.Matches), tools.ErrNotConfirmed)
 		case !slices.Contains(res.Matches, resourceID):
 			err = fmt.Errorf("%s is not among the confirmed matches (%s): %w", resourceID, strings.Join(res.Matches, ", "), tools.ErrNotConfirmed)
+		case incident(op) || duplicateRisk(op):
+			// An incident's second effect is not merely possible but found:
+			// the kept one must be the only one left, not the operator's word
+			// that the others were removed.
+			err = onlyEffectIn(res, resourceID)
 		}
 	}
 	switch {
 	case errors.Is(err, errNotOnlyEffect):
 		return tools.Fail(tools.CodePreconditionFailed, false, next,
 			"%s; nothing was recorded", strings.TrimSuffix(err.Error(), ": "+errNotOnlyEffect.Error()))
+	case errors.Is(err, errNotYetConclusive):
+		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
+			"%s; nothing was recorded; resolve again later", strings.TrimSuffix(err.Error(), ": "+errNotYetConclusive.Error()))
+		f.Cause = err
+		return f
 	case errors.Is(err, tools.ErrNotConfirmed):
 		return tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider does not confirm %s as this operation's intended effect (%v); nothing was recorded", resourceID, err)
@@ -238,6 +248,10 @@ func confirmKept(ctx context.Context, ex *tools.Executor, family tools.WriteTool
 // errNotOnlyEffect: a search shows another effect of op than the one an
 // operator would keep.
 var errNotOnlyEffect = errors.New("not the only effect")
+
+// errNotYetConclusive: the provider answered, but its search cannot yet
+// cover every dispatch of op, so it can not rule a second effect out.
+var errNotYetConclusive = errors.New("search not yet conclusive")
 
 // duplicateRisk reports whether a second effect of op was not ruled out
 // before it was escalated: it was sent more than once, the journal names
@@ -261,9 +275,16 @@ func duplicateRisk(op operation.Operation) bool {
 // undone, done now.
 func onlyEffect(ctx context.Context, family tools.WriteTool, op operation.Operation, resourceID string) error {
 	res, err := family.Probe(ctx, op)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	return onlyEffectIn(res, resourceID)
+}
+
+// onlyEffectIn requires res, a search covering op's dispatches, to show
+// resourceID as op's one effect.
+func onlyEffectIn(res tools.ProbeResult, resourceID string) error {
+	switch {
 	case res.Unnamed || len(res.Matches) > 1:
 		return fmt.Errorf("the provider shows %d effects of this operation (%s): an incident; remove the extra ones at the provider, then resolve: %w",
 			len(res.Matches), strings.Join(res.Matches, ", "), errNotOnlyEffect)
@@ -271,7 +292,7 @@ func onlyEffect(ctx context.Context, family tools.WriteTool, op operation.Operat
 		return fmt.Errorf("the provider's search shows %s, not %s, as this operation's effect: %w", res.Matches[0], resourceID, errNotOnlyEffect)
 	case !res.Authoritative:
 		// The index cannot yet rule a second effect out.
-		return fmt.Errorf("the provider's search can not yet rule out a second effect (%s)", res.Detail)
+		return fmt.Errorf("the provider's search can not yet rule out a second effect (%s): %w", res.Detail, errNotYetConclusive)
 	}
 	return nil
 }

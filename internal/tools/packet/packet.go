@@ -4,6 +4,7 @@
 package packet
 
 import (
+	"strings"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
@@ -145,12 +146,27 @@ func NextAction(op operation.Operation) tools.NextAction {
 		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
 			Hint: "the outcome is unknown; the reconciler is looking for the effect; do not send the write again, do not start dependent actions, do not report it done"}
 	case operation.StateRetryable:
-		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
-			Hint: "the effect was proven absent; the reconciler will re-send it with the same request key; do not send it yourself"}
+		// "Proven absent" only where it is (what tasks/get says too): an
+		// absence the provider may still overtake, or a reported effect,
+		// is not proof.
+		hint := "the effect was proven absent; the reconciler will re-send it with the same request key; do not send it yourself"
+		if ids := op.EffectEvidence(); len(ids) > 0 {
+			hint = "the provider reported an effect of this operation (" + strings.Join(ids, ", ") +
+				"); the reconciler reconciles it and never sends it twice; do not send it yourself and do not start dependent actions"
+		} else if !op.EffectRuledOut() {
+			hint = "not found at the provider, but an earlier request may still commit there; the reconciler will re-send it " +
+				"with the same request key, which cannot make a second effect; do not send it yourself"
+		}
+		return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs, Hint: hint}
 	case operation.StateEscalated:
 		return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
 			Hint: "an operator must resolve this operation with evidence; stop: do not retry, do not start dependent actions"}
 	case operation.StateFailed:
+		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+			return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
+				Hint: "recorded failed without effect, but the provider later reported an effect (" + strings.Join(ids, ", ") +
+					"); an operator must look; do not ask for this again, not even with a new operation_id"}
+		}
 		return tools.NextAction{
 			Hint: "the write failed without effect; if the action is still wanted it is a new intent: call the tool again with a NEW operation_id"}
 	case operation.StateSucceeded:

@@ -240,3 +240,27 @@ func TestIncidentFoundBeforeAnySuccessFlagsNoApproval(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, false, marshal(t, packet.Build(op, owner))["approval_may_have_been_given"])
 }
+
+// A RETRYABLE operation is "proven absent" only where the effect is ruled
+// out (operation.EffectRuledOut), as tasks/get says: an absence the
+// provider may still overtake, or an effect a stale dispatcher reported,
+// is not proof, and the packet must not claim it is.
+func TestARetryablePacketClaimsProvenAbsenceOnlyWhereTheEffectIsRuledOut(t *testing.T) {
+	unbounded, err := exampleOp(t).Apply(operation.Event{Type: operation.EventProbeNotFound, At: probeAt, Source: "risk_provider", Result: "not_found"})
+	require.NoError(t, err)
+	require.False(t, unbounded.EffectRuledOut())
+	assert.NotContains(t, packet.NextAction(unbounded).Hint, "proven absent")
+	assert.Contains(t, packet.NextAction(unbounded).Hint, "may still commit")
+
+	withEvidence, err := unbounded.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: probeAt.Add(time.Second),
+		Source: "stale_dispatcher", ResourceID: "ticket-9472"})
+	require.NoError(t, err)
+	assert.NotContains(t, packet.NextAction(withEvidence).Hint, "proven absent")
+	assert.Contains(t, packet.NextAction(withEvidence).Hint, "ticket-9472")
+
+	bounded, err := exampleOp(t).Apply(operation.Event{Type: operation.EventProbeNotFound, At: probeAt, Source: "release_provider",
+		Result: "not_found", LateCommitsBounded: true})
+	require.NoError(t, err)
+	require.True(t, bounded.EffectRuledOut())
+	assert.Contains(t, packet.NextAction(bounded).Hint, "proven absent")
+}

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
@@ -60,6 +61,9 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 	case operation.StateUnknown:
 		return Approval{}, refuse("ticket creation is unknown; reconciliation must prove it first")
 	case operation.StateRetryable:
+		if ids := op.EffectEvidence(); len(ids) > 0 {
+			return Approval{}, refuse("a ticket was reported (%s) although its absence was proven; reconciliation must settle it first", strings.Join(ids, ", "))
+		}
 		return Approval{}, refuse("no ticket exists yet: creation was proven absent and awaits the reconciler's retry")
 	case operation.StateEscalated:
 		if op.Outcome == operation.OutcomeIncidentMultipleEffects {
@@ -67,6 +71,9 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 		}
 		return Approval{}, refuse("ticket creation could not be proven; escalated to an operator, who must resolve it first")
 	case operation.StateFailed:
+		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+			return Approval{}, refuse("ticket creation was recorded failed, but a ticket was reported afterwards (%s); an operator must look", strings.Join(ids, ", "))
+		}
 		return Approval{}, refuse("ticket creation failed without effect; there is no ticket to approve")
 	}
 	return Approval{}, refuse("operation is in state %s; nothing can be approved", op.State)

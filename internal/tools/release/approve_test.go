@@ -52,6 +52,11 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		{"proven absent", walk(t, operation.Event{Type: operation.EventProbeNotFound}), "awaits the reconciler's retry"},
 		{"operator failed", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed}), "failed without effect"},
 		{"pending", pending, "still in flight"},
+		// A reported ticket is no proven absence, and no failure without effect.
+		{"retryable with a reported ticket", walk(t, operation.Event{Type: operation.EventProbeNotFound},
+			operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-9473"}), "ticket-9473"},
+		{"failed with a ticket reported afterwards", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed},
+			operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-9474"}), "ticket-9474"},
 		{"another family", foreignTool, "is not a deployment ticket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +117,10 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	require.Equal(t, operation.StateEscalated, stored.State, "refused resolutions change nothing")
 
 	evidence := "Two tickets in the release queue; kept ticket-9001, cancelled ticket-9002 (INC-123)."
+	// What the evidence says is checked: the search must show ticket-9001
+	// as the only one, so the operator removes ticket-9002 first.
+	require.True(t, f.sim.RemoveTicket("ticket-9002"))
+	f.clock.Advance(untilCommitHorizon(t, f, op))
 	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: evidence, ResourceID: "ticket-9001"})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateSucceeded, settled.State)
@@ -132,7 +141,7 @@ func TestResolveByOperatorSettlesAnIncidentAndUnblocksApproval(t *testing.T) {
 	assert.Equal(t, "ticket-9001", approval.TicketID)
 
 	// The stale copy cannot be resolved again; the settled one is not ESCALATED.
-	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "second opinion: keep 9002", ResourceID: "ticket-9002"})
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "second opinion: keep 9001", ResourceID: "ticket-9001"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "changed while it was being resolved")
 	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, stored, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "second opinion", EffectsRemoved: true})

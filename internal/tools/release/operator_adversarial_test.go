@@ -179,3 +179,32 @@ func TestResolveFailedDoesNotPromoteARemovedTicketToTheResource(t *testing.T) {
 	assert.Equal(t, operation.StateFailed, settled.State)
 	assert.Empty(t, settled.ResourceID, "a FAILED operation names no resource")
 }
+
+// An incident is two tickets the provider confirmed. Resolving it
+// SUCCEEDED records one effect, issues its receipt and lets the rollout be
+// approved, so it is recorded only once a search taken now shows the kept
+// ticket as the only one: the operator's word that the other was removed
+// is checked, never taken.
+func TestResolveSucceededOnAnIncidentIsRefusedWhileAnotherMatchStillExists(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	op := escalated(t, f) // ticket-9001 and ticket-9002
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+
+	_, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionSucceeded, Evidence: "kept ticket-9001, cancelled ticket-9002", ResourceID: "ticket-9001"})
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "ticket-9002")
+	stored, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateEscalated, stored.State, "nothing recorded")
+	_, err = f.family.Approve(alice, stored)
+	require.Error(t, err, "no rollout approved over the duplicate")
+
+	require.True(t, f.sim.RemoveTicket("ticket-9002"))
+	settled, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionSucceeded, Evidence: "kept ticket-9001, removed ticket-9002", ResourceID: "ticket-9001"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateSucceeded, settled.State)
+	assert.Equal(t, "ticket-9001", settled.ResourceID)
+}

@@ -58,7 +58,8 @@ func TestResolveSucceededNeedsTheProviderToConfirmTheNamedTicket(t *testing.T) {
 
 func TestResolveSucceededOnAnIncidentMustKeepOneOfTheMatches(t *testing.T) {
 	f := newFixture(t, 0)
-	op := escalated(t, f) // ticket-9001 and ticket-9002
+	op := escalated(t, f)                         // ticket-9001 and ticket-9002
+	f.clock.Advance(untilCommitHorizon(t, f, op)) // a search that can rule out a third
 	// Only a ticket the search, taken now, returns and the read confirms.
 	_, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "kept 9003", ResourceID: "ticket-9003"})
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
