@@ -240,6 +240,7 @@ func TestOperatorResolvesEscalatedTicketThenRolloutIsApproved(t *testing.T) {
 	assert.Equal(t, "FORBIDDEN", res["code"], "a deployer may not resolve")
 
 	operator := connect(t, r.MCPURLs[0], r.token(t, "OPERATOR"), protocolOld)
+	require.True(t, r.Release.RemoveTicket("ticket-9002"))
 	settled, isErr := call(t, operator, packet.ToolResolveOperation, args)
 	require.False(t, isErr, settled)
 	assert.Equal(t, "SUCCEEDED", settled["state"])

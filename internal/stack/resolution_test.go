@@ -39,6 +39,7 @@ func TestOperatorCannotSettleAnIncidentOnATicketThatDoesNotExist(t *testing.T) {
 	approval, isErr := r.approve(t, "deploy-op-phantom-1")
 	assert.True(t, isErr, "still blocked: %v", approval)
 
+	require.True(t, r.Release.RemoveTicket("ticket-9002"))
 	settled, isErr := call(t, operator, packet.ToolResolveOperation, map[string]any{"handle": handle, "resolution": "SUCCEEDED",
 		"evidence": "kept ticket-9001, cancelled ticket-9002", "resource_id": "ticket-9001"})
 	require.False(t, isErr, settled)
@@ -48,6 +49,7 @@ func TestOperatorCannotSettleAnIncidentOnATicketThatDoesNotExist(t *testing.T) {
 func TestTheOperatorWhoResolvedCannotApproveTheRollout(t *testing.T) {
 	r, handle := incidentRig(t, "deploy-op-four-eyes-1")
 	operator := connect(t, r.MCPURLs[0], r.token(t, "OPERATOR"), protocolOld)
+	require.True(t, r.Release.RemoveTicket("ticket-9002"))
 	settled, isErr := call(t, operator, packet.ToolResolveOperation, map[string]any{"handle": handle, "resolution": "SUCCEEDED",
 		"evidence": "kept ticket-9001, cancelled ticket-9002", "resource_id": "ticket-9001"})
 	require.False(t, isErr, settled)
