@@ -28,6 +28,12 @@ func operatorDetail(ev operation.Event) string {
 	return ev.Detail
 }
 
+// ReasonEffectAfterFailure is the escalated_operations reason of a verified
+// effect reported for an operation that had FAILED (proven no effect, its
+// business key released): the provider broke its promise or a search
+// missed the effect.
+const ReasonEffectAfterFailure = "effect_after_failure"
+
 // observe is the executor's transition hook, shared by the MCP function and
 // the reconciler: one audit record per transition, and the metrics the
 // alarms in template.yaml watch.
@@ -52,8 +58,12 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 		switch {
 		case t.To.State == operation.StateUnknown && t.From.State != operation.StateUnknown:
 			metrics.UnknownOperation(ctx, t.Tool)
-		case t.To.State == operation.StateEscalated:
+		case t.To.State == operation.StateEscalated && t.From.State != operation.StateEscalated:
 			metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
+		case t.From.State == operation.StateFailed && t.Event.Type == operation.EventEvidenceRecorded:
+			// FAILED stays final, but a verified effect of it needs an
+			// operator as much as an incident does: the escalated alarm.
+			metrics.EscalatedOperation(ctx, t.Tool, ReasonEffectAfterFailure)
 		}
 	}
 }

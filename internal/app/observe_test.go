@@ -48,3 +48,47 @@ func TestATransitionAnOperatorDroveNamesTheOperatorAndWhy(t *testing.T) {
 		assert.NotContains(t, byReconciler, k)
 	}
 }
+
+// escalationsCounted runs the transitions through the hook and returns
+// the escalated_operations documents' reasons, in order.
+func escalationsCounted(t *testing.T, reports ...tools.TransitionReport) []string {
+	t.Helper()
+	var metrics bytes.Buffer
+	hook := observe(obs.NewAuditor(&bytes.Buffer{}), obs.NewMetrics(&metrics, "test", time.Now))
+	for _, r := range reports {
+		hook(context.Background(), r)
+	}
+	var reasons []string
+	for _, line := range bytes.Split(bytes.TrimSpace(metrics.Bytes()), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(line, &doc))
+		if _, ok := doc[obs.MetricEscalatedOperations]; ok {
+			reasons = append(reasons, doc[obs.DimReason].(string))
+		}
+	}
+	return reasons
+}
+
+// The escalated alarm pages the operator once per operation that needs
+// one: when it enters ESCALATED, not again for each piece of evidence a
+// stale dispatcher journals on it; and when a verified effect is reported
+// for an operation that had FAILED (proven no effect, its business key
+// released), which needs an operator as much as an incident does.
+func TestTheEscalatedAlarmCountsEachOperationThatNeedsAnOperatorOnce(t *testing.T) {
+	op := func(s operation.State) operation.Operation {
+		return operation.Operation{Key: operation.RequestKey{ClientID: "c", Tool: "create_deployment_ticket"}, State: s}
+	}
+	report := func(from, to operation.State, ev operation.EventType) tools.TransitionReport {
+		return tools.TransitionReport{Tool: "create_deployment_ticket", From: op(from), To: op(to), Event: operation.Event{Type: ev, ResourceID: "ticket-9"}}
+	}
+	assert.Equal(t, []string{string(operation.EventProbeMultiple)},
+		escalationsCounted(t, report(operation.StateUnknown, operation.StateEscalated, operation.EventProbeMultiple),
+			report(operation.StateEscalated, operation.StateEscalated, operation.EventEvidenceRecorded)),
+		"entering ESCALATED counts; evidence on it afterwards does not")
+	assert.Equal(t, []string{"effect_after_failure"},
+		escalationsCounted(t, report(operation.StateFailed, operation.StateFailed, operation.EventEvidenceRecorded)),
+		"a verified effect of a FAILED operation needs an operator")
+}
