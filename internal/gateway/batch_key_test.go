@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,4 +91,37 @@ func TestABatchWithOneWriteUnderTheIdempotencyKeyRuns(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	assert.Equal(t, 2, strings.Count(body, `"status":"SUCCEEDED"`), "%s", body)
 	assert.Equal(t, int32(3), refund.sent.Load())
+}
+
+// A refusal of the arguments by the tool's own checks (past the schema)
+// tells the caller what to do next as a schema refusal does: nothing was
+// sent or recorded, correct the arguments and call the tool again.
+func TestAToolsOwnRefusalOfItsArgumentsSaysWhatToDoNext(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{}
+	srv := serveRefunds(t, ex, gate, refund)
+
+	// A '|' passes the schema but not the business key's rules.
+	status, body := postWithKey(t, srv.URL, "", batchedRefund(1, "ch|1"))
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var msg struct {
+		Result struct {
+			StructuredContent struct {
+				Code       string `json:"code"`
+				NextAction struct {
+					Tool, Hint string
+				} `json:"next_action"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &msg), body)
+	sc := msg.Result.StructuredContent
+	assert.Equal(t, string(tools.CodeInvalidArgument), sc.Code, body)
+	assert.Equal(t, "issue_refund", sc.NextAction.Tool, body)
+	assert.Contains(t, sc.NextAction.Hint, "correct the arguments", body)
+	assert.Equal(t, int32(0), refund.sent.Load())
 }

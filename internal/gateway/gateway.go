@@ -167,6 +167,11 @@ func (g *Gateway) failure(ctx context.Context, rec *callRecord, err error) *mcp.
 			slog.String("request_id", rec.RequestID), slog.String("code", string(f.Code)), slog.String("cause", f.Cause.Error()))
 	}
 	rec.Code = string(f.Code)
+	if f.Code == tools.CodeInvalidArgument && f.Next == nil {
+		// As for a schema refusal (mcpserver): a refusal of the arguments
+		// comes before anything is sent or recorded.
+		f.Next = &tools.NextAction{Tool: rec.Tool, Hint: "nothing was sent or recorded; correct the arguments and call again"}
+	}
 	switch f.Code {
 	case tools.CodeForbidden:
 		rec.PolicyDecision = obs.PolicyDeny
