@@ -41,8 +41,8 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 	return func(ctx context.Context, t tools.TransitionReport) {
 		auditor.Record(ctx, obs.AuditRecord{
 			Kind: obs.KindTransition, RequestID: requestid.From(ctx).Request, Tool: t.Tool,
-			OperationHash: obs.OperationHash(t.To.Key),
-			BusinessKey:   t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
+			OperationHash: obs.OperationHash(t.To.Key), Handle: t.To.Handle,
+			BusinessKey: t.To.BusinessKey, ArgumentDigest: t.To.RequestDigest,
 			ClientPrincipal: t.To.Key.ClientID, EndUserPrincipal: t.To.EndUserID, Tenant: t.To.TenantID,
 			FromState: string(t.From.State), ToState: string(t.To.State), Event: string(t.Event.Type),
 			Status: string(t.To.State), Outcome: string(t.To.Outcome), DownstreamLatency: t.DownstreamLatency,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,8 @@ import (
 func TestATransitionAnOperatorDroveNamesTheOperatorAndWhy(t *testing.T) {
 	var out bytes.Buffer
 	hook := observe(obs.NewAuditor(&out), obs.NewMetrics(&bytes.Buffer{}, "test", time.Now))
-	owner := operation.Operation{Key: operation.RequestKey{ClientID: "support-assistant"}, EndUserID: "alice", State: operation.StateEscalated}
+	owner := operation.Operation{Key: operation.RequestKey{ClientID: "support-assistant"}, Handle: "op_" + strings.Repeat("a", 26),
+		EndUserID: "alice", State: operation.StateEscalated}
 	settled := owner
 	settled.State = operation.StateSucceeded
 	hook(context.Background(), tools.TransitionReport{Tool: "create_deployment_ticket", From: owner, To: settled,
@@ -40,6 +42,7 @@ func TestATransitionAnOperatorDroveNamesTheOperatorAndWhy(t *testing.T) {
 	require.NoError(t, json.Unmarshal(lines[0], &byOperator))
 	require.NoError(t, json.Unmarshal(lines[1], &byReconciler))
 	assert.Equal(t, "oscar", byOperator["actor"])
+	assert.Equal(t, settled.Handle, byOperator["handle"], "the handle get_operation takes")
 	assert.Equal(t, "alice", byOperator["end_user_principal"], "the owner, as on every transition record")
 	assert.Equal(t, "ticket-9001", byOperator["resource_id"])
 	assert.Equal(t, "seen in the console (INC-42)", byOperator["detail"])

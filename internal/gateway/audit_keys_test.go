@@ -116,3 +116,18 @@ func refundKeyHash(t *testing.T, s auth.Subject, opID string) string {
 	require.NoError(t, err)
 	return obs.OperationHash(k)
 }
+
+// A call's audit record names the handle of the operation it is about,
+// which get_operation takes: an alarm or a log search leads to the
+// operation without reading the table.
+func TestACallsAuditRecordNamesTheHandleOfItsOperation(t *testing.T) {
+	w := newVisibilityWorld(t)
+	handle := w.aliceRefund(t)
+	res := call(t, w.as(t, aliceM1), "issue_refund", map[string]any{"charge_id": "ch_alice", "operation_id": "alice-op-0002"})
+	require.False(t, res.IsError, answer(t, res))
+
+	recs := auditRecords(t, w.audit)
+	require.Len(t, recs, 2)
+	assert.Equal(t, handle, recs[0]["handle"], "the call's own operation")
+	assert.Equal(t, handle, recs[1]["handle"], "the operation a deduplicated call was answered with")
+}

@@ -148,7 +148,7 @@ func (rec *callRecord) withOperation(op operation.Operation) {
 	if op.Handle == "" {
 		return
 	}
-	rec.OperationHash = obs.OperationHash(op.Key)
+	rec.OperationHash, rec.Handle = obs.OperationHash(op.Key), op.Handle
 	rec.BusinessKey, rec.ArgumentDigest = op.BusinessKey, op.RequestDigest
 	rec.Status, rec.Outcome = string(op.State), string(op.Outcome)
 }
@@ -243,7 +243,7 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 			// operation_hash otherwise: none is known to exist.
 			rec.CallerOperationHash, rec.ArgumentDigest = obs.OperationHash(sub.Key), sub.Digest
 			if sub.Refused != (operation.RequestKey{}) {
-				rec.OperationHash = obs.OperationHash(sub.Refused)
+				rec.OperationHash, rec.Handle = obs.OperationHash(sub.Refused), sub.Refused.Handle()
 			}
 		}
 		return sub, g.failure(ctx, rec, err)
@@ -260,7 +260,7 @@ func (g *Gateway) submit(ctx context.Context, call mcpserver.Call, c tools.Calle
 		// The operator may join the refusal to its holder (by hash); the
 		// holder's state and outcome are not this call's, and the digest is
 		// the caller's own.
-		rec.OperationHash, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.BusinessKey
+		rec.OperationHash, rec.Handle, rec.BusinessKey = obs.OperationHash(sub.Operation.Key), sub.Operation.Handle, sub.Operation.BusinessKey
 		rec.ArgumentDigest, rec.Deduplicated, rec.PolicyDecision = sub.Digest, true, obs.PolicyAllow
 		return sub, g.failure(ctx, rec, heldByInvisible())
 	}

@@ -44,6 +44,9 @@ type AuditRecord struct {
 	Kind          string // KindToolCall, KindTransition, KindReconcile, KindAuthReject
 	RequestID     string // per-request id (API Gateway / Lambda request id)
 	OperationHash string // OperationHash of the request key; never the raw key
+	// Handle is the operation's public handle, which get_operation takes:
+	// derived from the key, it reveals no more than OperationHash does.
+	Handle string
 	// CallerOperationHash is the OperationHash of the key the caller sent,
 	// written when it is not OperationHash: on a call answered from another
 	// operation (Deduplicated; the key is now bound to it), or refused
@@ -88,6 +91,7 @@ const (
 	keyRequestID         = "request_id"
 	keyOperationHash     = "operation_hash"
 	keyCallerOpHash      = "caller_operation_hash"
+	keyHandle            = "handle"
 	keyBusinessKey       = "business_key"
 	keyTool              = "tool"
 	keyClientPrincipal   = "client_principal"
@@ -186,6 +190,7 @@ func (a *Auditor) Record(ctx context.Context, r AuditRecord) {
 	str(keyRequestID, r.RequestID)
 	str(keyOperationHash, opHash)
 	str(keyCallerOpHash, callerHash)
+	str(keyHandle, r.Handle)
 	str(keyBusinessKey, r.BusinessKey)
 	str(keyTool, r.Tool)
 	str(keyClientPrincipal, r.ClientPrincipal)

@@ -110,7 +110,7 @@ func TestAuditRecordHasNoFieldForRawContent(t *testing.T) {
 		names = append(names, f.Name)
 	}
 	assert.Equal(t, []string{
-		"Kind", "RequestID", "OperationHash", "CallerOperationHash", "BusinessKey", "Tool", "ClientPrincipal",
+		"Kind", "RequestID", "OperationHash", "Handle", "CallerOperationHash", "BusinessKey", "Tool", "ClientPrincipal",
 		"EndUserPrincipal", "Tenant", "PolicyDecision", "ArgumentDigest", "Status", "Outcome",
 		"FromState", "ToState", "Event",
 		// An operator's resolution: who, the provider's resource id, and

@@ -51,6 +51,9 @@ type Result struct {
 	Skipped bool
 	// Reason says briefly why, for logs and tests.
 	Reason string
+	// ErrorClass is why the provider call this decision rests on failed
+	// (tools.ErrorClass), for the audit record; "" when it did not.
+	ErrorClass string
 }
 
 // Reconcile decides one operation using its tool family. It acts only on
@@ -132,6 +135,7 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
 	found, err := family.Probe(pctx, op)
 	cancel()
+	res.ErrorClass = tools.ErrorClass(err)
 	if err != nil && ctx.Err() != nil {
 		// Our own invocation ran out; that says nothing about the provider.
 		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
@@ -255,7 +259,7 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 	s.audit(ctx, op, claimed, res)
 
 	next, rep, err := s.cfg.Executor.Dispatch(ctx, family, claimed)
-	res.To = next.State
+	res.To, res.ErrorClass = next.State, rep.ErrorClass
 	if len(next.Journal) > 0 && next.Version > claimed.Version {
 		res.Dispatch = next.Journal[len(next.Journal)-1].Type
 	}
@@ -282,6 +286,7 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
 	found, err := family.Probe(pctx, op)
 	cancel()
+	res.ErrorClass = tools.ErrorClass(err)
 	if err != nil && ctx.Err() != nil {
 		return res, fmt.Errorf("reconcile %s: audit interrupted: %w", op.Handle, ctx.Err())
 	}
@@ -399,6 +404,8 @@ func (s *Service) audit(ctx context.Context, before, after operation.Operation, 
 	s.cfg.Auditor.Record(ctx, obs.AuditRecord{
 		Kind:             obs.KindReconcile,
 		OperationHash:    obs.OperationHash(before.Key),
+		Handle:           before.Handle,
+		ErrorClass:       res.ErrorClass,
 		BusinessKey:      before.BusinessKey,
 		Tool:             before.Key.Tool,
 		ClientPrincipal:  before.Key.ClientID,

@@ -254,7 +254,7 @@ func (s *Service) decided(ctx context.Context, c tools.Caller, op operation.Oper
 		return d
 	}
 	rec := obs.AuditRecord{Kind: obs.KindTaskCancel, RequestID: requestid.From(ctx).Request,
-		OperationHash: obs.OperationHash(op.Key), BusinessKey: op.BusinessKey, Tool: op.Key.Tool,
+		OperationHash: obs.OperationHash(op.Key), Handle: op.Handle, BusinessKey: op.BusinessKey, Tool: op.Key.Tool,
 		ClientPrincipal: c.ClientID, EndUserPrincipal: c.UserID, Tenant: c.TenantID,
 		Status: string(d.State), Event: string(operation.EventClientCancelled), Actor: c.UserID,
 		PolicyDecision: obs.PolicyAllow, Outcome: "withdrawn"}

@@ -449,6 +449,8 @@ func TestEveryCancelDecisionIsAudited(t *testing.T) {
 	assert.Contains(t, records[0]["detail"], "fact-1")
 	assert.Equal(t, "alice", records[0]["end_user_principal"])
 	assert.NotEmpty(t, records[0]["operation_hash"])
+	assert.Equal(t, kept.Operation.Handle, records[0]["handle"], "the handle get_operation takes")
+	assert.Equal(t, gone.Operation.Handle, records[1]["handle"])
 	assert.Equal(t, "allow", records[1]["policy_decision"])
 	assert.Equal(t, "withdrawn", records[1]["outcome"])
 	assert.Equal(t, "FAILED", records[1]["status"])

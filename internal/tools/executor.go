@@ -587,6 +587,23 @@ func NeverSent(err error) bool {
 	return err != nil && provider.ClassOf(err) == provider.ClassNotDispatched
 }
 
+// ErrorClass is how a failed provider call is classed in audit records:
+// "timeout", "http_<status>" for an answer with an error status, else its
+// provider class (not_dispatched, unknown, ...); "" for nil.
+func ErrorClass(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	var pe *provider.Error
+	if errors.As(err, &pe) && pe.StatusCode != 0 {
+		return fmt.Sprintf("http_%d", pe.StatusCode)
+	}
+	return string(provider.ClassOf(err))
+}
+
 // ErrorDetail is how an error is written into the journal: for provider
 // errors only class, status and code, never a provider's body.
 func ErrorDetail(err error) string {
