@@ -40,15 +40,23 @@ func runScript(t *testing.T, python, script string, env []string) (stdout, stder
 	return string(out), string(errOut), err
 }
 
+// scriptsAgainstMoto starts a local moto server for the boto3 scripts and
+// returns the Python to run them with and the environment that points
+// them at it.
+func scriptsAgainstMoto(t *testing.T) (python string, aws []string, engine *localengine.Engine) {
+	t.Helper()
+	python = scriptPython(t)
+	engine, err := localengine.StartMoto(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = engine.Stop() })
+	return python, []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}, engine
+}
+
 // The boto3 scripts deploy runs, against a local AWS-compatible engine:
 // a stack that is not there reads as none, the account's concurrency is
 // read, and missing credentials are one line saying so, exit status 2.
 func TestTheAccountScriptsReadTheStackAndTheAccount(t *testing.T) {
-	python := scriptPython(t)
-	engine, err := localengine.StartMoto(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = engine.Stop() })
-	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+	python, aws, engine := scriptsAgainstMoto(t)
 
 	out, stderr, err := runScript(t, python, stackScript, aws)
 	require.NoError(t, err, stderr)
@@ -114,11 +122,7 @@ ssm.put_parameter(Name="/ig/plain", Value="plain-key", Type="String")
 // table an earlier stack of that name left (retained on delete), under the
 // name the template gives it; a stack that exists is not asked about.
 func TestTheStackScriptFindsTheTableAnEarlierStackLeft(t *testing.T) {
-	python := scriptPython(t)
-	engine, err := localengine.StartMoto(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = engine.Stop() })
-	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+	python, aws, _ := scriptsAgainstMoto(t)
 
 	create := `
 import boto3
@@ -140,11 +144,7 @@ boto3.client("dynamodb", region_name="us-east-1").create_table(TableName="ig-scr
 // the template's McpFunctionRevision parameter) with their Stage: not the
 // stack being deployed, not another application's stack.
 func TestTheStageScriptListsTheOtherIntentgateStacks(t *testing.T) {
-	python := scriptPython(t)
-	engine, err := localengine.StartMoto(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = engine.Stop() })
-	aws := []string{"AWS_ENDPOINT_URL=" + engine.Endpoint(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1"}
+	python, aws, _ := scriptsAgainstMoto(t)
 
 	create := `
 import boto3, json

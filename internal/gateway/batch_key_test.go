@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,19 @@ func postWithKey(t *testing.T, url, idempotencyKey, body string) (int, string) {
 	return resp.StatusCode, string(data)
 }
 
+// refundsOnLoopback serves the refund tool on a fresh table behind a gate
+// of two slots and a queue of two.
+func refundsOnLoopback(t *testing.T) (*httptest.Server, *refundTool) {
+	t.Helper()
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{}
+	return serveRefunds(t, ex, gate, refund), refund
+}
+
 func batchedRefund(id int, charge string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"issue_refund","arguments":{"charge_id":%q}}}`, id, charge)
 }
@@ -46,13 +60,7 @@ func batchedRefund(id int, charge string) string {
 // is refused whole with an answer saying what to send instead, and nothing
 // in it runs or is recorded.
 func TestABatchOfTwoWritesUnderOneIdempotencyKeyIsRefusedAndNothingRuns(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
-	refund := &refundTool{}
-	srv := serveRefunds(t, ex, gate, refund)
+	srv, refund := refundsOnLoopback(t)
 
 	status, body := postWithKey(t, srv.URL, "batch-key-1", "["+batchedRefund(1, "ch_key_1")+","+batchedRefund(2, "ch_key_2")+"]")
 
@@ -73,13 +81,7 @@ func TestABatchOfTwoWritesUnderOneIdempotencyKeyIsRefusedAndNothingRuns(t *testi
 // header is for, and runs; so does a batch of writes without the header,
 // each under a key of its own.
 func TestABatchWithOneWriteUnderTheIdempotencyKeyRuns(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
-	refund := &refundTool{}
-	srv := serveRefunds(t, ex, gate, refund)
+	srv, refund := refundsOnLoopback(t)
 
 	listTools := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 	status, body := postWithKey(t, srv.URL, "batch-key-2", "["+batchedRefund(1, "ch_key_3")+","+listTools+"]")
@@ -97,13 +99,7 @@ func TestABatchWithOneWriteUnderTheIdempotencyKeyRuns(t *testing.T) {
 // tells the caller what to do next as a schema refusal does: nothing was
 // sent or recorded, correct the arguments and call the tool again.
 func TestAToolsOwnRefusalOfItsArgumentsSaysWhatToDoNext(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
-	refund := &refundTool{}
-	srv := serveRefunds(t, ex, gate, refund)
+	srv, refund := refundsOnLoopback(t)
 
 	// A '|' passes the schema but not the business key's rules.
 	status, body := postWithKey(t, srv.URL, "", batchedRefund(1, "ch|1"))

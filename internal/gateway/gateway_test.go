@@ -121,13 +121,7 @@ func serveRefunds(t *testing.T, ex *tools.Executor, gate *admission.Gate, refund
 }
 
 func TestAThirdWriteToolNeedsNoGatewayCode(t *testing.T) {
-	st := engine.NewStore(t)
-	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
-	require.NoError(t, err)
-	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
-	require.NoError(t, err)
-	refund := &refundTool{}
-	srv := serveRefunds(t, ex, gate, refund)
+	srv, refund := refundsOnLoopback(t)
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)

@@ -373,26 +373,24 @@ func TestABatchUnderAnIdempotencyKeyMayHoldOneCallOfAToolThatTakesIt(t *testing.
 		assert.Contains(t, msgs[0].Error.Message, "operation_id")
 		assert.Empty(t, rec.snapshot(), "nothing reaches the tool")
 	})
-	t.Run("one call that takes it", func(t *testing.T) {
-		rec := &recorder{}
-		srv := startServer(t, keyedTool(rec))
-		body := "[" + reviewCall(1) + `,{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
-		resp := post(t, testContext(t), srv.URL, underKey, body)
-		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
-		assert.Len(t, rec.snapshot(), 1)
-	})
-	t.Run("calls of a tool that does not take it", func(t *testing.T) {
-		rec := &recorder{}
-		srv := startServer(t, reviewTool(rec))
-		resp := post(t, testContext(t), srv.URL, underKey, batchOf(2))
-		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
-		assert.Len(t, rec.snapshot(), 2)
-	})
-	t.Run("no header", func(t *testing.T) {
-		rec := &recorder{}
-		srv := startServer(t, keyedTool(rec))
-		resp := post(t, testContext(t), srv.URL, nil, batchOf(2))
-		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
-		assert.Len(t, rec.snapshot(), 2)
-	})
+	for _, tc := range []struct {
+		name   string
+		keyed  bool
+		header http.Header
+		body   string
+		runs   int
+	}{
+		{"one call that takes it", true, underKey, "[" + reviewCall(1) + `,{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, 1},
+		{"calls of a tool that does not take it", false, underKey, batchOf(2), 2},
+		{"no header", true, nil, batchOf(2), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			tool := reviewTool(rec)
+			tool.TakesIdempotencyKey = tc.keyed
+			resp := post(t, testContext(t), startServer(t, tool).URL, tc.header, tc.body)
+			require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+			assert.Len(t, rec.snapshot(), tc.runs)
+		})
+	}
 }
