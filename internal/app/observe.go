@@ -60,9 +60,11 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 			metrics.UnknownOperation(ctx, t.Tool)
 		case t.To.State == operation.StateEscalated && t.From.State != operation.StateEscalated:
 			metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
-		case t.From.State == operation.StateFailed && t.Event.Type == operation.EventEvidenceRecorded:
+		case t.From.State == operation.StateFailed && t.Event.Type == operation.EventEvidenceRecorded &&
+			len(t.From.EffectsReportedAfterFailure()) == 0:
 			// FAILED stays final, but a verified effect of it needs an
-			// operator as much as an incident does: the escalated alarm.
+			// operator as much as an incident does: the escalated alarm,
+			// once per operation (the first effect reported).
 			metrics.EscalatedOperation(ctx, t.Tool, ReasonEffectAfterFailure)
 		}
 	}

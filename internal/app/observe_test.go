@@ -95,3 +95,14 @@ func TestTheEscalatedAlarmCountsEachOperationThatNeedsAnOperatorOnce(t *testing.
 		escalationsCounted(t, report(operation.StateFailed, operation.StateFailed, operation.EventEvidenceRecorded)),
 		"a verified effect of a FAILED operation needs an operator")
 }
+
+// A FAILED operation whose effect was already reported needs no second
+// page for a second id: the operator called for the first reads them all
+// (get_operation names every one).
+func TestASecondEffectReportedForAFailedOperationDoesNotPageAgain(t *testing.T) {
+	already := operation.Operation{Key: operation.RequestKey{ClientID: "c", Tool: "create_deployment_ticket"}, State: operation.StateFailed,
+		Journal: []operation.Event{{Type: operation.EventEvidenceRecorded, From: operation.StateFailed, To: operation.StateFailed, ResourceID: "ticket-9"}}}
+	second := tools.TransitionReport{Tool: "create_deployment_ticket", From: already, To: already,
+		Event: operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-10"}}
+	assert.Empty(t, escalationsCounted(t, second))
+}

@@ -14,7 +14,20 @@ import (
 // lambdaEnvLimit is Lambda's limit on a function's environment variables,
 // keys and values together: "The total size of all environment variables
 // doesn't exceed 4 KB". A create or update over it fails, and rolls back.
+// What Lambda measures is the variables as one JSON object: its refusal
+// quotes the "String measured", {"NAME":"value",...}, so the braces, the
+// quotes, the colons and the commas count too (jsonEnvSize).
 const lambdaEnvLimit = 4096
+
+// jsonEnvSize is the size of a JSON object of vars variables whose names
+// and values are chars long in all: {"k":"v","k":"v"} adds 2 for the
+// braces and, per variable, 4 quotes and a colon, and a comma between two.
+func jsonEnvSize(vars, chars int) int {
+	if vars == 0 {
+		return 2
+	}
+	return 2 + chars + 5*vars + (vars - 1)
+}
 
 // Bounds of what CloudFormation substitutes that a parameter does not say:
 // a stack name is at most 128 characters; a physical name or ARN of the
@@ -28,17 +41,19 @@ const resourceNameBound = 256
 // TestTemplateEveryFunctionsEnvironmentFitsLambdasLimitWhateverTheAnswers:
 // every parameter that reaches a function's environment is bounded (its
 // MaxLength, its longest allowed value, or a number), and with each at its
-// bound the environment still fits Lambda's 4 KB, so no answer to
-// make deploy can make the create or an update fail on it.
+// bound the environment, encoded as Lambda measures it (jsonEnvSize),
+// still fits Lambda's 4 KB, so no answer to make deploy can make the
+// create or an update fail on it.
 func TestTemplateEveryFunctionsEnvironmentFitsLambdasLimitWhateverTheAnswers(t *testing.T) {
 	tpl := loadTemplate(t)
 	for _, fn := range tpl.functions(t) {
-		total := 0
+		chars := 0
 		for name, node := range fn.env {
 			n, err := tpl.envBound(node)
 			require.NoError(t, err, "%s %s", fn.id, name)
-			total += len(name) + n
+			chars += len(name) + n
 		}
+		total := jsonEnvSize(len(fn.env), chars)
 		t.Logf("%s: environment at most %d bytes of %d", fn.id, total, lambdaEnvLimit)
 		assert.LessOrEqual(t, total, lambdaEnvLimit, "%s: the environment may exceed Lambda's limit", fn.id)
 	}
@@ -95,7 +110,11 @@ func (tpl samTemplate) refBound(name string) (int, error) {
 	if name == "AWS::NoValue" {
 		return 0, nil
 	}
-	if tpl.root.get("Resources", name) != nil {
+	if r := tpl.root.get("Resources", name); r != nil {
+		// A table's Ref is its name: the one the template gives it, if any.
+		if named := r.get("Properties", "TableName"); named != nil && r.get("Type").Value == "AWS::DynamoDB::Table" {
+			return tpl.envBound(named)
+		}
 		return resourceNameBound, nil
 	}
 	p := tpl.root.get("Parameters", name)
@@ -120,4 +139,11 @@ func (tpl samTemplate) refBound(name string) (int, error) {
 		return 0, fmt.Errorf("parameter %s reaches a function's environment without a MaxLength", name)
 	}
 	return strconv.Atoi(m.Value)
+}
+
+// What Lambda measures, as its refusal quotes it.
+func TestJSONEnvSizeIsTheLengthOfTheVariablesAsOneJSONObject(t *testing.T) {
+	assert.Equal(t, len(`{}`), jsonEnvSize(0, 0))
+	assert.Equal(t, len(`{"A":"b"}`), jsonEnvSize(1, 2))
+	assert.Equal(t, len(`{"A":"b","CD":"ef"}`), jsonEnvSize(2, 6))
 }

@@ -2,7 +2,9 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/intentgate/intentgate/internal/auth"
 )
 
 // parameterAccepts reports whether CloudFormation would accept v for the
@@ -530,5 +534,54 @@ func TestTemplateClockSkewBoundIsOneTheFunctionsAccept(t *testing.T) {
 	}
 	for _, v := range []string{"6m", "10m", "301s", "300001ms", "1h", "5", "-1s", "99999999999999999999s"} {
 		assert.False(t, tpl.parameterAccepts(t, "ClockSkewBound", v), "%s is above the functions' %s", v, MaxClockSkewBound)
+	}
+}
+
+// servesResource runs what the MCP function does with INTENTGATE_RESOURCE_URL
+// when it starts (app.go): the config check, the metadata URL its 401s
+// name, and a route per metadata path, whose pattern http.ServeMux parses
+// (and panics on).
+func servesResource(resource string) (err error) {
+	if err := absoluteURL(resource); err != nil {
+		return err
+	}
+	if _, err := auth.ResourceMetadataURL(resource); err != nil {
+		return err
+	}
+	paths, err := auth.ProtectedResourceMetadataPaths(resource)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("route: %v", p)
+		}
+	}()
+	mux := http.NewServeMux()
+	for _, p := range paths {
+		mux.Handle("GET "+p, http.NotFoundHandler())
+	}
+	return nil
+}
+
+// ResourceUrl goes further than the other URLs: the MCP function derives
+// its protected resource metadata's URL and routes from it, which refuse
+// a fragment (RFC 9728's resource has none) and a path ServeMux cannot
+// take as a pattern. A value the template accepts must pass them, or a
+// first create deploys green and never serves.
+func TestTemplateResourceUrlAcceptsOnlyAResourceTheMcpFunctionServes(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, v := range []string{
+		"https://mcp.example.com/mcp#f", "https://mcp.example.com/#", "https://mcp.example.com/m{cp", "https://mcp.example.com/m}cp",
+		"http://localhost:4566/mcp#f",
+	} {
+		if tpl.parameterAccepts(t, "ResourceUrl", v) {
+			assert.NoError(t, servesResource(v), "ResourceUrl accepts %q, which the MCP function refuses at start", v)
+		}
+	}
+	for _, v := range []string{"https://mcp.example.com/mcp", "https://abc123.execute-api.eu-west-1.amazonaws.com/mcp",
+		"https://mcp.example.com/a%20b/mcp", "http://localhost:4566/mcp", "https://mcp.example.com"} {
+		assert.True(t, tpl.parameterAccepts(t, "ResourceUrl", v), v)
+		assert.NoError(t, servesResource(v), v)
 	}
 }

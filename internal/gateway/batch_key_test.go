@@ -121,3 +121,35 @@ func TestAToolsOwnRefusalOfItsArgumentsSaysWhatToDoNext(t *testing.T) {
 	assert.Contains(t, sc.NextAction.Hint, "correct the arguments", body)
 	assert.Equal(t, int32(0), refund.sent.Load())
 }
+
+// An Idempotency-Key header without a value names no call: each write
+// takes the key its own arguments (or the server) give it, exactly as the
+// tool call reads the header (trimmed, empty is none). A batch of writes
+// with their own operation_ids under such a header is legitimate and runs.
+func TestABatchUnderAnEmptyIdempotencyKeyHeaderIsABatchWithoutOne(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: admission.DefaultBudget()})
+	require.NoError(t, err)
+	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
+	require.NoError(t, err)
+	refund := &refundTool{}
+	srv := serveRefunds(t, ex, gate, refund)
+
+	withID := func(id int, charge, opID string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"issue_refund","arguments":{"charge_id":%q,"operation_id":%q}}}`, id, charge, opID)
+	}
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("["+withID(1, "ch_key_6", "op-empty-1")+","+withID(2, "ch_key_7", "op-empty-2")+"]"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header["Idempotency-Key"] = []string{""}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", data)
+	assert.Equal(t, 2, strings.Count(string(data), `"status":"SUCCEEDED"`), "%s", data)
+	assert.Equal(t, int32(2), refund.sent.Load())
+}

@@ -383,7 +383,9 @@ func (b *boundary) checkBatch(header http.Header, data []byte) *refusal {
 	}
 	n := 0
 	ids := map[any]bool{}
-	_, underKey := header[http.CanonicalHeaderKey(HeaderIdempotencyKey)]
+	// As a tool call reads it (trimmed; empty is none): a header without a
+	// value names no call, and each write keeps its own key.
+	underKey := slices.ContainsFunc(header.Values(HeaderIdempotencyKey), func(v string) bool { return strings.TrimSpace(v) != "" })
 	firstKeyed := 0 // the entry (from 1) of the first call under the header's key
 	// Entries are read one at a time, so a long batch costs no more than
 	// its first maxBatchEntries entries (More only peeks at the next).

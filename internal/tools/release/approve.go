@@ -64,6 +64,11 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 		if ids := op.EffectEvidence(); len(ids) > 0 {
 			return Approval{}, refuse("a ticket was reported (%s) although its absence was proven; reconciliation must settle it first", strings.Join(ids, ", "))
 		}
+		if !op.EffectRuledOut() {
+			// As get_operation and tasks/get say it: an absence an earlier
+			// request may still overtake is no proof.
+			return Approval{}, refuse("no ticket was found, but an earlier request may still commit; the reconciler's retry settles it first")
+		}
 		return Approval{}, refuse("no ticket exists yet: creation was proven absent and awaits the reconciler's retry")
 	case operation.StateEscalated:
 		if op.Outcome == operation.OutcomeIncidentMultipleEffects {

@@ -49,7 +49,8 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		{"inconclusive probe", walk(t, operation.Event{Type: operation.EventProbeInconclusive}), "ticket creation is unknown; reconciliation must prove it first"},
 		{"incident", walk(t, operation.Event{Type: operation.EventProbeMultiple, Duplicates: 2}), "multiple tickets exist: incident raised; operator must resolve"},
 		{"probe budget", walk(t, operation.Event{Type: operation.EventProbeBudgetExhausted}), "escalated to an operator"},
-		{"proven absent", walk(t, operation.Event{Type: operation.EventProbeNotFound}), "awaits the reconciler's retry"},
+		{"proven absent", walk(t, operation.Event{Type: operation.EventProbeNotFound, LateCommitsBounded: true}), "awaits the reconciler's retry"},
+		{"not found, late commits unbounded", walk(t, operation.Event{Type: operation.EventProbeNotFound}), "the reconciler's retry settles it"},
 		{"operator failed", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed}), "failed without effect"},
 		{"pending", pending, "still in flight"},
 		// A reported ticket is no proven absence, and no failure without effect.
@@ -307,4 +308,24 @@ func untilCommitHorizon(t *testing.T, f fixture, op operation.Operation) time.Du
 		wait = max(wait, horizon.Sub(f.clock.Now()))
 	}
 	return wait
+}
+
+// approve_rollout says "proven absent" of a RETRYABLE ticket only where
+// the effect is ruled out (operation.EffectRuledOut), as get_operation's
+// next action and tasks/get do: a search past the dispatch but not past a
+// promised commit horizon proves no absence an earlier request may still
+// overtake.
+func TestApproveCallsARetryableTicketProvenAbsentOnlyWhereItsEffectIsRuledOut(t *testing.T) {
+	unbounded := walk(t, operation.Event{Type: operation.EventProbeNotFound})
+	require.False(t, unbounded.EffectRuledOut())
+	_, err := approver.Approve(alice, unbounded)
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.NotContains(t, fail.Message, "proven absent")
+	assert.Contains(t, fail.Message, "may still commit")
+
+	bounded := walk(t, operation.Event{Type: operation.EventProbeNotFound, LateCommitsBounded: true})
+	require.True(t, bounded.EffectRuledOut())
+	_, err = approver.Approve(alice, bounded)
+	fail = requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "proven absent")
 }
