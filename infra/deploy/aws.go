@@ -190,7 +190,7 @@ params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in s.get("Paramet
 # REVIEW_IN_PROGRESS: a stack sam made for a change set never executed,
 # which has created nothing: it is created like a new one.
 left = left_table() if s["StackStatus"] == "REVIEW_IN_PROGRESS" else ""
-print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "status": s["StackStatus"], "left_table": left}))
+print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": params.get("ResourceUrl", ""), "stage": params.get("Stage", ""), "status": s["StackStatus"], "left_table": left}))
 `
 
 // stackState is what a deploy needs to know of the stack: its endpoint
@@ -202,6 +202,7 @@ print(json.dumps({"endpoint": outs.get("McpEndpointUrl", ""), "resource_url": pa
 type stackState struct {
 	Endpoint    string `json:"endpoint"`
 	ResourceURL string `json:"resource_url"`
+	Stage       string `json:"stage,omitempty"` // the deployed stack's Stage parameter
 	Status      string `json:"status"`
 	LeftTable   string `json:"left_table,omitempty"`
 }
@@ -285,8 +286,10 @@ type stageFacts struct {
 // alarms of two such stacks would read each other's metrics, and those
 // that are rollback triggers (escalations, for one) would roll back the
 // other stack's deploys. A deployer who may not list the stacks is told,
-// and the deploy goes on.
-func checkStage(ctx context.Context, r runner, python string, o options, out io.Writer, stage string) error {
+// and the deploy goes on. So is one whose stack already has that Stage
+// (current): stacks that share one since before this check must still be
+// deployable, to be fixed or moved to a Stage of their own.
+func checkStage(ctx context.Context, r runner, python string, o options, out io.Writer, stage, current string) error {
 	raw, err := r.output(ctx, python, "-c", stageScript, o.stack, o.region)
 	if err != nil {
 		return fmt.Errorf("list the region's intentgate stacks: %w", err)
@@ -309,6 +312,12 @@ func checkStage(ctx context.Context, r runner, python string, o options, out io.
 		return nil
 	}
 	slices.Sort(others)
+	if stage == current {
+		fmt.Fprintf(out, "Warning: the Stage %q of this stack is also the Stage of %s in %s: the stacks read each other's metrics and alarms, "+
+			"and one stack's escalations can roll back the other's deploys. Give each its own Stage (make deploy ARGS=-guided).\n",
+			stage, strings.Join(others, ", "), o.region)
+		return nil
+	}
 	return fmt.Errorf("the Stage %q is already the Stage of the stack %s in %s: the functions publish their metrics under the Stage alone, so the two stacks' alarms would read each other's, "+
 		"and one stack's escalations would roll back the other's deploys. Answer another Stage (make deploy ARGS=-guided), one per stack in a region",
 		stage, strings.Join(others, ", "), o.region)

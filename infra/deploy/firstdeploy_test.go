@@ -92,6 +92,25 @@ func TestADeployStopsOnAStageAnotherStackInTheRegionUses(t *testing.T) {
 	assert.Equal(t, "bob", answered.applied[0]["Stage"])
 }
 
+// Two stacks that already share a Stage (both left at the default before
+// the check existed) must still be deployable, or neither could be fixed
+// nor moved to another Stage: an update that keeps a stack's own Stage is
+// warned about, not stopped; moving it onto another stack's Stage still is.
+func TestAStageTwoStacksAlreadyShareWarnsButDoesNotStopTheirUpdates(t *testing.T) {
+	var out strings.Builder
+	aws := &fakeAWS{facts: roomy, existing: true, existingStage: "dev", endpoint: "https://x.execute-api.us-east-1.amazonaws.com/mcp",
+		stages: map[string]string{"intentgate-alice": "dev"}}
+	require.NoError(t, run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), &out, aws))
+	assert.Len(t, aws.deploys(), 1, "the update runs")
+	assert.Contains(t, out.String(), "intentgate-alice", "and says which stack shares its Stage")
+	assert.Contains(t, out.String(), "Stage")
+
+	moving := &fakeAWS{facts: roomy, existing: true, existingStage: "prod", endpoint: "https://x.execute-api.us-east-1.amazonaws.com/mcp",
+		stages: map[string]string{"intentgate-alice": "dev"}}
+	err := run(context.Background(), rememberedAnswers(t, nil), strings.NewReader(""), io.Discard, moving)
+	require.ErrorContains(t, err, "intentgate-alice", "moving onto another stack's Stage is stopped")
+}
+
 // The functions refuse to start when the sweep would read fewer shards
 // than the writers spread over (DueShardsSwept between 1 and DueShards-1),
 // which no template parameter rule can say (Rules compare no numbers): the

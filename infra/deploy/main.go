@@ -256,7 +256,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 	// This run creates the stack: CloudFormation runs no PreTraffic hook
 	// for what it creates, so the deploy checks the endpoint itself.
 	creates := st.Status == "" || st.Status == "REVIEW_IN_PROGRESS"
-	if err := checkStage(ctx, r, python, o, out, withDefaults(tpl, answers)["Stage"]); err != nil {
+	if err := checkStage(ctx, r, python, o, out, withDefaults(tpl, answers)["Stage"], st.Stage); err != nil {
 		return err
 	}
 	// What samconfig.toml sets for builds, stated: no cache (sam hashes

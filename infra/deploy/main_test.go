@@ -37,6 +37,7 @@ type fakeAWS struct {
 	endpoint      string
 	existing      bool
 	existingURL   string
+	existingStage string // the deployed stack's Stage (default: none recorded)
 	failDeploy    int
 	declineDeploy int
 	leftTable     string            // a table of the stack's name left by an earlier stack (answered while no stack exists)
@@ -176,7 +177,7 @@ func (f *fakeAWS) output(_ context.Context, cmd ...string) ([]byte, error) {
 			if url == "" {
 				url = f.endpoint
 			}
-			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url, Status: status})
+			return json.Marshal(stackState{Endpoint: f.endpoint, ResourceURL: url, Status: status, Stage: f.existingStage})
 		}
 		if f.leftTable != "" {
 			return json.Marshal(stackState{LeftTable: f.leftTable})

@@ -259,7 +259,7 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 	s.audit(ctx, op, claimed, res)
 
 	next, rep, err := s.cfg.Executor.Dispatch(ctx, family, claimed)
-	res.To, res.ErrorClass = next.State, rep.ErrorClass
+	res.To = next.State
 	if len(next.Journal) > 0 && next.Version > claimed.Version {
 		res.Dispatch = next.Journal[len(next.Journal)-1].Type
 	}
