@@ -38,7 +38,7 @@ const (
 	EventClientCancelled EventType = "client_cancelled" // RETRYABLE -> FAILED
 
 	EventOperatorSucceeded EventType = "operator_resolved_succeeded" // ESCALATED -> SUCCEEDED
-	EventOperatorFailed    EventType = "operator_resolved_failed"    // ESCALATED -> FAILED
+	EventOperatorFailed    EventType = "operator_resolved_failed"    // ESCALATED -> FAILED; FAILED -> FAILED closes effects reported after failure
 
 	// A provider without request idempotency and without a bound on late
 	// commits: proven absence is not enough to send again.
@@ -134,6 +134,13 @@ func Next(from State, ev EventType) (State, bool) {
 		case EventOperatorSucceeded:
 			return StateSucceeded, true
 		case EventOperatorFailed:
+			return StateFailed, true
+		}
+	case StateFailed:
+		// FAILED is final; an operator's statement that the effects
+		// reported after it were removed only closes them (Apply: only
+		// when there are some).
+		if ev == EventOperatorFailed {
 			return StateFailed, true
 		}
 	}

@@ -130,6 +130,9 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if ev.At.IsZero() {
 		return Operation{}, invalid("event.at", "must be set")
 	}
+	if op.State == StateFailed && ev.Type == EventOperatorFailed && len(op.EffectsReportedAfterFailure()) == 0 {
+		return Operation{}, fmt.Errorf("%w: %s has no effect reported after it failed to close", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
+	}
 	if ev.Type == EventClientCancelled && !op.EffectRuledOut() {
 		// The withdrawal releases the business fact on the caller's word:
 		// only an operation that can have no effect, now or later, may be.
@@ -294,7 +297,10 @@ func (op Operation) EffectEvidence() []string {
 func (op Operation) EffectsReportedAfterFailure() []string {
 	var ids []string
 	for _, ev := range op.Journal {
-		if ev.Type == EventEvidenceRecorded && ev.From == StateFailed && ev.ResourceID != "" && !slices.Contains(ids, ev.ResourceID) {
+		switch {
+		case ev.Type == EventOperatorFailed && ev.From == StateFailed:
+			ids = nil // an operator stated them removed
+		case ev.Type == EventEvidenceRecorded && ev.From == StateFailed && ev.ResourceID != "" && !slices.Contains(ids, ev.ResourceID):
 			ids = append(ids, ev.ResourceID)
 		}
 	}

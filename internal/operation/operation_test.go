@@ -58,8 +58,10 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 		operation.EventEvidenceRecorded:  operation.StateEscalated,
 	},
 	operation.StateFailed: {
-		// Final: only a stale dispatcher's verified evidence is journalled.
+		// Final: only a stale dispatcher's verified evidence is journalled,
+		// and an operator's statement that it was removed closes it.
 		operation.EventEvidenceRecorded: operation.StateFailed,
+		operation.EventOperatorFailed:   operation.StateFailed,
 	},
 }
 
@@ -73,6 +75,13 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 				assert.Equal(t, want, got)
 
 				op := opIn(t, from)
+				if from == operation.StateFailed && ev == operation.EventOperatorFailed {
+					// Closing needs an effect reported after the failure
+					// (TestAnOperatorClosesAnEffectReportedAfterFailureAndOnlySuchAnEffect).
+					var err error
+					op, err = op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Second), ResourceID: "r-1"})
+					require.NoError(t, err)
+				}
 				journalBefore := len(op.Journal)
 				next, err := op.Apply(operation.Event{Type: ev, At: t0.Add(time.Second), LeaseUntil: t0.Add(time.Minute)})
 				if !ok {
@@ -95,16 +104,17 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 	}
 }
 
-func TestFailedTakesOnlyEvidenceAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
+func TestFailedTakesOnlyEvidenceAndItsClosingAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
 	audit := map[operation.EventType]bool{
 		operation.EventAuditClean: true, operation.EventAuditDeferred: true, operation.EventAuditMultiple: true,
 		operation.EventAuditExhausted: true, operation.EventClockSkewExceeded: true, operation.EventEvidenceRecorded: true,
 	}
 	for _, ev := range operation.TransitionEvents() {
 		to, ok := operation.Next(operation.StateFailed, ev)
-		if ev == operation.EventEvidenceRecorded {
+		if ev == operation.EventEvidenceRecorded || ev == operation.EventOperatorFailed {
 			// A verified effect reported after all is journalled, never
-			// dropped; the state stays FAILED.
+			// dropped, and an operator may state it removed; the state
+			// stays FAILED.
 			assert.True(t, ok)
 			assert.Equal(t, operation.StateFailed, to)
 			continue
@@ -496,4 +506,29 @@ func TestEvidenceOnAnEscalatedOperationKeepsWhyItWasEscalated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateEscalated, withEvidence.State)
 	assert.Equal(t, why, withEvidence.Escalation)
+}
+
+// An effect reported after an operation FAILED is closed by an operator
+// stating it was removed (operator_resolved_failed, FAILED stays FAILED):
+// only then is nothing reported any more; a later report opens it again.
+// Without a reported effect there is nothing to close.
+func TestAnOperatorClosesAnEffectReportedAfterFailureAndOnlySuchAnEffect(t *testing.T) {
+	failed, err := newOp(t).Apply(operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, operation.StateFailed, failed.State)
+	_, err = failed.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Second), Actor: "oscar"})
+	require.Error(t, err, "nothing was reported: FAILED stays final")
+
+	reported, err := failed.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Minute), ResourceID: "ticket-9"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"ticket-9"}, reported.EffectsReportedAfterFailure())
+
+	closed, err := reported.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Minute), Actor: "oscar"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, closed.State)
+	assert.Empty(t, closed.EffectsReportedAfterFailure(), "the operator stated it removed")
+
+	again, err := closed.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(3 * time.Minute), ResourceID: "ticket-10"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ticket-10"}, again.EffectsReportedAfterFailure(), "a later report is open again")
 }

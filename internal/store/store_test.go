@@ -807,4 +807,14 @@ func TestEvidenceOnAFailedOperationIsKeptAndLeavesTheNextHoldersKeyAlone(t *test
 	holder, err := f.st.BusinessKeyHolder(ctx, "request_risk_review", bk)
 	require.NoError(t, err)
 	assert.Equal(t, next.Handle, holder, "the next operation keeps the fact")
+
+	// An operator who removed the effect closes it: the retention applies
+	// again, and the next holder still keeps the fact.
+	closed, err := f.st.Transition(ctx, got, operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Minute), Actor: "oscar"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, closed.State)
+	assert.Contains(t, f.rawItem(t, "op#"+first.Handle), "expires_at", "closed, it expires like any FAILED operation")
+	holder, err = f.st.BusinessKeyHolder(ctx, "request_risk_review", bk)
+	require.NoError(t, err)
+	assert.Equal(t, next.Handle, holder, "closing it does not touch the fact either")
 }

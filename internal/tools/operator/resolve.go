@@ -94,9 +94,10 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	}
 	next := &tools.NextAction{Tool: packet.ToolGetOperation, Arguments: packet.ReadArgs(op),
 		Hint: "read the operation's review packet"}
-	if op.State != operation.StateEscalated {
+	reported := op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) > 0
+	if op.State != operation.StateEscalated && !reported {
 		return operation.Operation{}, tools.Fail(tools.CodePreconditionFailed, false, next,
-			"only ESCALATED operations are resolved by an operator; this one is %s", op.State)
+			"only ESCALATED operations, and FAILED ones with an effect reported after they failed, are resolved by an operator; this one is %s", op.State)
 	}
 	evidence = strings.TrimSpace(evidence)
 	if evidence == "" || !utf8.ValidString(evidence) || utf8.RuneCountInString(evidence) > MaxEvidenceRunes {
@@ -119,6 +120,14 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	}
 
 	ev := operation.Event{At: ex.Now(), Actor: caller.UserID, Source: SourceOperator, Detail: evidence}
+	if reported {
+		if err := closeReportedEffects(ctx, ex, family, op, r, next); err != nil {
+			return operation.Operation{}, err
+		}
+		ev.Type, ev.Result = operation.EventOperatorFailed, "reported_effects_removed"
+		ev.Detail += "\n" + EffectsRemovedStatement
+		return record(ctx, ex, op, ev, next)
+	}
 	switch resolution {
 	case ResolutionSucceeded:
 		if effectsRemoved || r.LateCommitsRuledOut {
@@ -166,6 +175,11 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "resolution must be SUCCEEDED or FAILED")
 	}
 
+	return record(ctx, ex, op, ev, next)
+}
+
+// record writes an operator's resolution ev of op.
+func record(ctx context.Context, ex *tools.Executor, op operation.Operation, ev operation.Event, next *tools.NextAction) (operation.Operation, error) {
 	settled, err := ex.Transition(ctx, op.Key.Tool, op, ev, nil)
 	switch {
 	case errors.Is(err, store.ErrStale):
@@ -176,6 +190,57 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 			"the resolution could not be recorded; read the operation before resolving again")
 	}
 	return settled, nil
+}
+
+// closeReportedEffects checks an operator's closing of the effects reported
+// after op FAILED: a FAILED resolution stating them removed
+// (r.EffectsRemoved), and a search, taken now, in which none of them is
+// left. FAILED stays final: a SUCCEEDED resolution would need the fact's
+// business key, released when op failed and perhaps another operation's
+// by now, so it is refused with what to do instead.
+func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, r Resolution, next *tools.NextAction) error {
+	ids := op.EffectsReportedAfterFailure()
+	if r.Outcome != ResolutionFailed {
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"this operation FAILED, and then its effect %s was reported; FAILED is final and its business fact was released "+
+				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. Remove the reported effect at the provider "+
+				"and resolve FAILED with effects_removed: true", strings.Join(ids, ", "))
+	}
+	if r.ResourceID != "" || r.LateCommitsRuledOut {
+		return tools.Fail(tools.CodeInvalidArgument, false, nil,
+			"closing effects reported after a failure takes effects_removed: true and evidence only")
+	}
+	if !r.EffectsRemoved {
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"effects of this operation were reported after it FAILED (%s); remove them at the provider and resolve FAILED with effects_removed: true",
+			strings.Join(ids, ", "))
+	}
+	dctx, cancel := ex.Budget().DownstreamContext(ctx)
+	defer cancel()
+	res, err := family.Probe(dctx, op)
+	switch {
+	case err != nil:
+		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
+			"the provider could not be asked whether %s is gone; nothing was recorded; resolve again shortly", strings.Join(ids, ", "))
+		f.Cause = err
+		return f
+	case res.Unnamed:
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider reports effects for this target without naming them, so it cannot show %s gone; nothing was recorded", strings.Join(ids, ", "))
+	}
+	var left []string
+	for _, id := range ids {
+		// Matches may hold another operation's effect on the same target
+		// (the fact was free to be asked for again): only these must go.
+		if slices.Contains(res.Matches, id) {
+			left = append(left, id)
+		}
+	}
+	if len(left) > 0 {
+		return tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider still has %s; remove it before stating it removed; nothing was recorded", strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // hiddenOrControl: characters that would let evidence read otherwise than

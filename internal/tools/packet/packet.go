@@ -163,9 +163,10 @@ func NextAction(op operation.Operation) tools.NextAction {
 			Hint: "an operator must resolve this operation with evidence; stop: do not retry, do not start dependent actions"}
 	case operation.StateFailed:
 		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
-			return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
+			return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
 				Hint: "recorded failed without effect, but the provider later reported an effect (" + strings.Join(ids, ", ") +
-					"); an operator must look; do not ask for this again, not even with a new operation_id"}
+					"); an operator must remove it at the provider and close it with resolve_operation; " +
+					"do not ask for this again, not even with a new operation_id"}
 		}
 		return tools.NextAction{
 			Hint: "the write failed without effect; if the action is still wanted it is a new intent: call the tool again with a NEW operation_id"}
