@@ -531,6 +531,7 @@ func checkJournal(ev Evidence) []Violation {
 func journalProblem(op operation.Operation) string {
 	state := operation.StatePending
 	transitions := int64(0)
+	reported := false // an effect reported after the operation FAILED, not yet closed
 	for i, e := range op.Journal {
 		if !slices.Contains(operation.TransitionEvents(), e.Type) {
 			continue
@@ -541,6 +542,11 @@ func journalProblem(op operation.Operation) string {
 			return fmt.Sprintf("journal event %d (%s) leaves %s, but the operation was %s", i, e.Type, e.From, state)
 		case !ok || to != e.To:
 			return fmt.Sprintf("journal event %d: %s -%s-> %s is not in the transition table", i, e.From, e.Type, e.To)
+		case e.From == operation.StateFailed && e.Type == operation.EventOperatorFailed && !reported:
+			return fmt.Sprintf("journal event %d: a FAILED operation closed with no effect reported after it failed", i)
+		}
+		if e.From == operation.StateFailed {
+			reported = e.Type == operation.EventEvidenceRecorded || (reported && e.Type != operation.EventOperatorFailed)
 		}
 		state = to
 		transitions++

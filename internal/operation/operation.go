@@ -307,6 +307,28 @@ func (op Operation) EffectsReportedAfterFailure() []string {
 	return ids
 }
 
+// EffectsClosedAfterFailure lists, once each, the ids reported after op
+// FAILED that an operator has since closed (removed at the provider, or
+// found to be the effect of the operation holding the fact now): effects
+// that existed although op is recorded as having none.
+func (op Operation) EffectsClosedAfterFailure() []string {
+	var open, closed []string
+	for _, ev := range op.Journal {
+		switch {
+		case ev.Type == EventOperatorFailed && ev.From == StateFailed:
+			for _, id := range open {
+				if !slices.Contains(closed, id) {
+					closed = append(closed, id)
+				}
+			}
+			open = nil
+		case ev.Type == EventEvidenceRecorded && ev.From == StateFailed && ev.ResourceID != "" && !slices.Contains(open, ev.ResourceID):
+			open = append(open, ev.ResourceID)
+		}
+	}
+	return closed
+}
+
 // EffectRuledOut reports whether op can have no effect at its provider,
 // now or later: no journal event names one, and no request it sent can
 // still commit (LateCommitsRuledOut). An absence the provider may still

@@ -94,6 +94,10 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 		} else {
 			t.StatusMessage = "failed without effect"
 		}
+		if ids := op.EffectsClosedAfterFailure(); len(ids) > 0 {
+			t.StatusMessage = "recorded " + strings.TrimSuffix(strings.TrimSuffix(t.StatusMessage, "; nothing was executed"), " without effect") +
+				", but the provider made an effect after all (" + strings.Join(ids, ", ") + "), which an operator has since dealt with"
+		}
 		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
 			// The terminal status stays; what it claimed no longer holds.
 			t.StatusMessage = "recorded " + t.StatusMessage + ", but the provider later reported an effect (" +

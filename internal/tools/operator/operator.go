@@ -1,7 +1,8 @@
 // Package operator publishes the tools that read and settle an operation
 // of any write tool family: get_operation (the review packet) and
 // resolve_operation (an operator's resolution of an ESCALATED operation,
-// checked against the family's provider). They are served like every
+// or closing of an effect reported after an operation FAILED, checked
+// against the family's provider). They are served like every
 // family's own operation tools (tools.OperationTool).
 package operator
 
@@ -34,7 +35,7 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 		},
 	}, {
 		Name:         packet.ToolResolveOperation,
-		Title:        "Resolve an escalated operation",
+		Title:        "Resolve an escalated operation, or close an effect reported after a failure",
 		Description:  "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence, or close an effect reported after an operation FAILED once it was removed (FAILED, effects_removed).",
 		InputSchema:  ResolveInputSchema(),
 		OutputSchema: ResolveOutputSchema(),

@@ -78,8 +78,12 @@ type Resolution struct {
 // statements are kept in the journal with the evidence; a resource the
 // resolution names stays in the journal, never the failed operation's.
 //
+// A FAILED operation with an effect reported after it failed is closed
+// instead (closeReportedEffects), FAILED staying FAILED.
+//
 // Errors are *tools.Failure: FORBIDDEN for non-operators, PRECONDITION_FAILED
-// when the operation is not ESCALATED (or moved on meanwhile), when the
+// when the operation is neither ESCALATED nor FAILED with an effect
+// reported after it failed (or moved on meanwhile), when the
 // provider does not confirm the named resource, when effects are still
 // found (or another effect than the named one), or when a late commit is
 // not ruled out; INVALID_ARGUMENT for a bad resolution or evidence
@@ -107,9 +111,11 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
 			"evidence must not contain control, format (bidi, zero-width) or line-separator characters")
 	}
-	if strings.Contains(evidence, statementMarker) {
-		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
-			"evidence must not contain %q: the journal marks the server's own statements with it", statementMarker)
+	for _, marker := range []string{statementMarker, serverFindingMarker} {
+		if strings.Contains(evidence, marker) {
+			return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil,
+				"evidence must not contain %q: the journal marks the server's own statements with it", marker)
+		}
 	}
 	if resourceID != "" && !validResourceID(resourceID) {
 		return operation.Operation{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "resource_id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
@@ -121,11 +127,16 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 
 	ev := operation.Event{At: ex.Now(), Actor: caller.UserID, Source: SourceOperator, Detail: evidence}
 	if reported {
-		if err := closeReportedEffects(ctx, ex, family, op, r, next); err != nil {
+		found, err := closeReportedEffects(ctx, ex, family, op, r, next)
+		if err != nil {
 			return operation.Operation{}, err
 		}
-		ev.Type, ev.Result = operation.EventOperatorFailed, "reported_effects_removed"
-		ev.Detail += "\n" + EffectsRemovedStatement
+		ev.Type, ev.Result = operation.EventOperatorFailed, "reported_effects_closed"
+		ev.Detail += "\n" + ReportedEffectsClosedStatement
+		if r.LateCommitsRuledOut {
+			ev.Detail += "\n" + LateCommitsRuledOutStatement
+		}
+		ev.Detail += "\n" + found
 		return record(ctx, ex, op, ev, next)
 	}
 	switch resolution {
@@ -193,27 +204,39 @@ func record(ctx context.Context, ex *tools.Executor, op operation.Operation, ev 
 }
 
 // closeReportedEffects checks an operator's closing of the effects reported
-// after op FAILED: a FAILED resolution stating them removed
-// (r.EffectsRemoved), and a search, taken now, in which none of them is
-// left. FAILED stays final: a SUCCEEDED resolution would need the fact's
-// business key, released when op failed and perhaps another operation's
-// by now, so it is refused with what to do instead.
-func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, r Resolution, next *tools.NextAction) error {
+// after op FAILED and returns what the server found, for the journal. It
+// takes a FAILED resolution stating them dealt with (r.EffectsRemoved) and
+// a search, taken now and authoritative, in which every effect left for
+// op's fact is the verified effect of the operation holding the fact now
+// (a later request for it, whose search by target may have found the very
+// effect reported here). Nothing else may be left: closed, op tells its
+// callers "failed without effect, ask again". Nor may another request of
+// op still commit: the search covered the provider's commit horizon, or
+// the operator states it (r.LateCommitsRuledOut). FAILED stays final: a
+// SUCCEEDED resolution would need the fact's business key, released when
+// op failed, so it is refused with what to do instead.
+func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, r Resolution, next *tools.NextAction) (string, error) {
 	ids := op.EffectsReportedAfterFailure()
 	if r.Outcome != ResolutionFailed {
-		return tools.Fail(tools.CodePreconditionFailed, false, next,
+		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"this operation FAILED, and then its effect %s was reported; FAILED is final and its business fact was released "+
 				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. Remove the reported effect at the provider "+
 				"and resolve FAILED with effects_removed: true", strings.Join(ids, ", "))
 	}
-	if r.ResourceID != "" || r.LateCommitsRuledOut {
-		return tools.Fail(tools.CodeInvalidArgument, false, nil,
-			"closing effects reported after a failure takes effects_removed: true and evidence only")
+	if r.ResourceID != "" {
+		return "", tools.Fail(tools.CodeInvalidArgument, false, nil,
+			"closing effects reported after a failure names no resource_id: the server reads what is left from the provider")
 	}
 	if !r.EffectsRemoved {
-		return tools.Fail(tools.CodePreconditionFailed, false, next,
+		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"effects of this operation were reported after it FAILED (%s); remove them at the provider and resolve FAILED with effects_removed: true",
 			strings.Join(ids, ", "))
+	}
+	holder, err := factHolder(ctx, ex, op)
+	if err != nil {
+		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next, "the operation holding this fact could not be read; nothing was recorded; resolve again shortly")
+		f.Cause = err
+		return "", f
 	}
 	dctx, cancel := ex.Budget().DownstreamContext(ctx)
 	defer cancel()
@@ -223,25 +246,69 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
 			"the provider could not be asked whether %s is gone; nothing was recorded; resolve again shortly", strings.Join(ids, ", "))
 		f.Cause = err
-		return f
+		return "", f
 	case res.Unnamed:
-		return tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider reports effects for this target without naming them, so it cannot show %s gone; nothing was recorded", strings.Join(ids, ", "))
+		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider reports effects for this operation without naming them, so it cannot show %s gone; nothing was recorded", strings.Join(ids, ", "))
 	}
 	var left []string
-	for _, id := range ids {
-		// Matches may hold another operation's effect on the same target
-		// (the fact was free to be asked for again): only these must go.
-		if slices.Contains(res.Matches, id) {
-			left = append(left, id)
+	for _, m := range res.Matches {
+		if holder.State != operation.StateSucceeded || m != holder.ResourceID {
+			left = append(left, m)
 		}
 	}
-	if len(left) > 0 {
-		return tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider still has %s; remove it before stating it removed; nothing was recorded", strings.Join(left, ", "))
+	switch {
+	case len(left) > 0:
+		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider still shows %s for this operation's fact, and no operation holds it as its verified effect; "+
+				"remove it (or wait until the operation holding the fact has settled) before closing; nothing was recorded", strings.Join(left, ", "))
+	case !res.Authoritative:
+		return "", tools.Fail(tools.CodePreconditionFailed, true, next,
+			"the provider's search cannot yet show that nothing else is left (%s); resolve again later; nothing was recorded", res.Detail)
+	case !res.LateCommitsBounded && !op.LateCommitsRuledOut() && !r.LateCommitsRuledOut:
+		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
+			"the provider committed a request of this operation after it was recorded FAILED and promises no deadline for the others; "+
+				"close it only once the provider confirms no request of it can still commit, with late_commits_ruled_out: true")
 	}
-	return nil
+	found := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if holder.State == operation.StateSucceeded && id == holder.ResourceID {
+			found = append(found, id+" is the verified effect of "+holder.Handle+", which holds the fact now")
+		} else {
+			found = append(found, id+" is gone at the provider")
+		}
+	}
+	return serverFindingMarker + " " + strings.Join(found, "; ") + "]", nil
 }
+
+// factHolder is the operation holding op's business fact now, or a zero
+// Operation when none does.
+func factHolder(ctx context.Context, ex *tools.Executor, op operation.Operation) (operation.Operation, error) {
+	handle, err := ex.Store().BusinessKeyHolder(ctx, op.Key.Tool, op.BusinessKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return operation.Operation{}, nil
+	}
+	if err != nil {
+		return operation.Operation{}, fmt.Errorf("business key holder: %w", err)
+	}
+	holder, err := ex.Store().Get(ctx, handle)
+	if errors.Is(err, store.ErrNotFound) {
+		return operation.Operation{}, nil
+	}
+	if err != nil {
+		return operation.Operation{}, fmt.Errorf("read holder %s: %w", handle, err)
+	}
+	return holder, nil
+}
+
+// serverFindingMarker begins what the server found when it checked an
+// operator's closing, appended to the journal detail; an operator's
+// evidence may not contain it either.
+const serverFindingMarker = "[server found:"
+
+// ReportedEffectsClosedStatement is appended to the journal detail of a
+// closing of effects reported after a failure: the operator's statement.
+const ReportedEffectsClosedStatement = "[operator states: every effect reported after this operation failed was removed at the provider, or is the effect of the operation holding the fact]"
 
 // hiddenOrControl: characters that would let evidence read otherwise than
 // it is stored (control, format such as bidi overrides and zero-width,

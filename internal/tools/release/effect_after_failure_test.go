@@ -3,6 +3,7 @@ package release_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,7 +74,7 @@ func TestAnEffectReportedAfterFailureIsClosedOnlyOnceTheProviderNoLongerHasIt(t 
 	assert.Equal(t, operation.StateFailed, last.From)
 	assert.Equal(t, operator.UserID, last.Actor)
 	assert.Contains(t, last.Detail, "INC-7")
-	assert.Contains(t, last.Detail, operatortools.EffectsRemovedStatement)
+	assert.Contains(t, last.Detail, operatortools.ReportedEffectsClosedStatement)
 
 	stored, err := f.st.Get(ctx, op.Handle)
 	require.NoError(t, err)
@@ -81,4 +82,87 @@ func TestAnEffectReportedAfterFailureIsClosedOnlyOnceTheProviderNoLongerHasIt(t 
 	_, err = operatortools.Resolve(ctx, f.ex, f.family, operator, stored, operatortools.Resolution{Outcome: operatortools.ResolutionFailed,
 		Evidence: "again", EffectsRemoved: true})
 	requireFailure(t, err, tools.CodePreconditionFailed)
+}
+
+// closeReported is the operator's closing of op's reported effects.
+func closeReported(f fixture, family tools.WriteTool, op operation.Operation, evidence string) (operation.Operation, error) {
+	return operatortools.Resolve(context.Background(), f.ex, family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
+}
+
+// A ticket for the fact that no operation owns as its verified effect
+// keeps the operation open even once the reported one is gone: closed, the
+// caller would be told "failed without effect, ask again" and make another.
+func TestAnEffectReportedAfterFailureIsNotClosedWhileAnotherTicketNoOperationOwnsRemains(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	op, reported := failedWithAReportedTicket(t, f)
+	p := op.Payload
+	unowned, err := f.client.CreateTicket(ctx, provider.TicketInput{Service: p["service"], Commit: p["commit"], Environment: p["environment"], RequestedBy: "alice"})
+	require.NoError(t, err)
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+	require.True(t, f.sim.RemoveTicket(reported))
+
+	_, err = closeReported(f, f.family, op, "cancelled it")
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, unowned.TicketID)
+}
+
+// A search that still lists the reported ticket, though reading it by id
+// finds none, proves nothing yet: the operation stays open.
+func TestAnEffectReportedAfterFailureIsNotClosedOnASearchThatStillListsIt(t *testing.T) {
+	f := newFixture(t, 0)
+	op, reported := failedWithAReportedTicket(t, f)
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+	denied := release.New(flakyAPI{ReleaseAPI: f.client, getErr: map[string]error{
+		reported: &provider.Error{Class: provider.ClassNotFound, Op: provider.OpGetTicket, StatusCode: 404},
+	}}, grants, f.family.Recovery())
+
+	_, err := closeReported(f, denied, op, "cancelled it")
+	assert.Error(t, err)
+	stored, gerr := f.st.Get(context.Background(), op.Handle)
+	require.NoError(t, gerr)
+	assert.Equal(t, []string{reported}, stored.EffectsReportedAfterFailure(), "still open")
+}
+
+// The closing's journal entry names what it closed and how each was
+// accounted for, so the record outlives the item's retention in the audit.
+func TestClosingAnEffectReportedAfterFailureNamesWhatItClosed(t *testing.T) {
+	f := newFixture(t, 0)
+	op, reported := failedWithAReportedTicket(t, f)
+	f.clock.Advance(untilCommitHorizon(t, f, op))
+	require.True(t, f.sim.RemoveTicket(reported))
+	closed, err := closeReported(f, f.family, op, "cancelled it in the console")
+	require.NoError(t, err)
+	last := closed.Journal[len(closed.Journal)-1]
+	assert.Contains(t, last.Detail, reported)
+}
+
+// The reported ticket may be the very one a later operation of the same
+// fact found and verified as its own (its search is by target): then it is
+// accounted for, and closing must not demand that the fact's verified
+// effect be removed.
+func TestAnEffectReportedAfterFailureThatTheFactsHolderVerifiedAsItsOwnIsAccountedFor(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	a, reported := failedWithAReportedTicket(t, f)
+
+	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateTimeoutBeforeCommit, Times: 1}}})
+	sub, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-payments-again"))
+	require.NoError(t, err)
+	b := sub.Operation
+	require.Equal(t, operation.StateUnknown, b.State, b.Outcome)
+	f.clock.Advance(untilCommitHorizon(t, f, b) + release.CommitAllowance + time.Second)
+	res, err := f.family.Probe(ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, []string{reported}, res.Matches, "the later operation's search by target finds the reported ticket")
+	b, err = f.ex.Transition(ctx, release.ToolCreate, b, operation.Event{Type: operation.EventProbeFoundOne, At: f.clock.Now(),
+		ResourceID: reported, Receipt: tools.Receipt(b.Handle, reported), Source: release.ProbeSource, Result: "one_exact_match"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, operation.StateSucceeded, b.State)
+
+	closed, err := closeReported(f, f.family, a, "the reported ticket is the fact's verified effect now")
+	require.NoError(t, err)
+	assert.Empty(t, closed.EffectsReportedAfterFailure())
+	assert.Contains(t, closed.Journal[len(closed.Journal)-1].Detail, b.Handle, "says whose effect it is")
 }

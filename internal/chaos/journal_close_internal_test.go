@@ -1,0 +1,33 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/intentgate/intentgate/internal/operation"
+)
+
+// The journal check holds a FAILED operation's closing to the rule the
+// state machine applies (operation.Apply): only an effect reported after
+// the failure can be closed.
+func TestCheckerFlagsAFailedOperationClosedWithNothingReported(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	key, err := operation.NewRequestKey("c", "t", "u", "request_risk_review", "op-00000001")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "risk_review|O1|standard|g1", RequestDigest: "sha256:" + strings.Repeat("a", 64), TenantID: "t", EndUserID: "u",
+		Target: map[string]string{"a": "b"}, Payload: map[string]string{"a": "b"}}, t0, time.Minute)
+	require.NoError(t, err)
+	op, err = op.Apply(operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	_, applyErr := op.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Second)})
+	require.Error(t, applyErr, "Apply refuses it")
+	forged := op
+	forged.Journal = append(append([]operation.Event(nil), op.Journal...),
+		operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Second), From: operation.StateFailed, To: operation.StateFailed})
+	forged.Version++
+	assert.NotEmpty(t, journalProblem(forged), "the checker should refuse what the state machine refuses")
+}
