@@ -546,7 +546,7 @@ func journalProblem(op operation.Operation) string {
 			return fmt.Sprintf("journal event %d: a FAILED operation closed with no effect reported after it failed", i)
 		}
 		if e.From == operation.StateFailed {
-			reported = e.Type == operation.EventEvidenceRecorded || (reported && e.Type != operation.EventOperatorFailed)
+			reported = (e.Type == operation.EventEvidenceRecorded && e.ResourceID != "") || (reported && e.Type != operation.EventOperatorFailed)
 		}
 		state = to
 		transitions++

@@ -31,3 +31,25 @@ func TestCheckerFlagsAFailedOperationClosedWithNothingReported(t *testing.T) {
 	forged.Version++
 	assert.NotEmpty(t, journalProblem(forged), "the checker should refuse what the state machine refuses")
 }
+
+// Evidence that names no effect reports nothing (operation.Apply takes it,
+// and refuses a closing after it): the checker agrees.
+func TestCheckerFlagsAClosingOfEvidenceThatNamesNothing(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	key, err := operation.NewRequestKey("c", "t", "u", "request_risk_review", "op-00000001")
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: "risk_review|O1|standard|g1", RequestDigest: "sha256:" + strings.Repeat("a", 64), TenantID: "t", EndUserID: "u",
+		Target: map[string]string{"a": "b"}, Payload: map[string]string{"a": "b"}}, t0, time.Minute)
+	require.NoError(t, err)
+	op, err = op.Apply(operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	op, err = op.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(2 * time.Second)})
+	require.NoError(t, err, "Apply takes evidence without an id")
+	_, applyErr := op.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(3 * time.Second)})
+	require.Error(t, applyErr, "Apply refuses the closing: nothing was reported")
+	forged := op
+	forged.Journal = append(append([]operation.Event(nil), op.Journal...),
+		operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(3 * time.Second), From: operation.StateFailed, To: operation.StateFailed})
+	forged.Version++
+	assert.NotEmpty(t, journalProblem(forged))
+}

@@ -94,14 +94,17 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 		} else {
 			t.StatusMessage = "failed without effect"
 		}
-		if ids := op.EffectsClosedAfterFailure(); len(ids) > 0 {
-			t.StatusMessage = "recorded " + strings.TrimSuffix(strings.TrimSuffix(t.StatusMessage, "; nothing was executed"), " without effect") +
-				", but the provider made an effect after all (" + strings.Join(ids, ", ") + "), which an operator has since dealt with"
-		}
-		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
+		closedIDs, openIDs := op.EffectsClosedAfterFailure(), op.EffectsReportedAfterFailure()
+		if len(closedIDs)+len(openIDs) > 0 {
 			// The terminal status stays; what it claimed no longer holds.
-			t.StatusMessage = "recorded " + t.StatusMessage + ", but the provider later reported an effect (" +
-				strings.Join(ids, ", ") + "); an operator must look; do not ask for it again"
+			t.StatusMessage = "recorded " + strings.TrimSuffix(strings.TrimSuffix(t.StatusMessage, "; nothing was executed"), " without effect")
+		}
+		if len(closedIDs) > 0 {
+			t.StatusMessage += ", but the provider made an effect after all (" + strings.Join(closedIDs, ", ") + "), which an operator has since dealt with"
+		}
+		if len(openIDs) > 0 {
+			t.StatusMessage += ", but the provider later reported an effect (" + strings.Join(openIDs, ", ") +
+				"); an operator must look; do not ask for it again"
 		}
 		if op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) == 0 {
 			ttl := updated.Add(tm.Retention).Sub(created).Milliseconds()

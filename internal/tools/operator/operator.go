@@ -36,7 +36,7 @@ func Tools(ex *tools.Executor, families []tools.WriteTool) []tools.OperationTool
 	}, {
 		Name:         packet.ToolResolveOperation,
 		Title:        "Resolve an escalated operation, or close an effect reported after a failure",
-		Description:  "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence, or close an effect reported after an operation FAILED once it was removed (FAILED, effects_removed).",
+		Description:  "Operators only: settle an ESCALATED operation to SUCCEEDED or FAILED with evidence, or close an effect reported after an operation FAILED once it is removed or is the fact holder's verified effect (FAILED, effects_removed).",
 		InputSchema:  ResolveInputSchema(),
 		OutputSchema: ResolveOutputSchema(),
 		Kind:         tools.Settles,

@@ -211,8 +211,9 @@ func record(ctx context.Context, ex *tools.Executor, op operation.Operation, ev 
 // (a later request for it, whose search by target may have found the very
 // effect reported here). Nothing else may be left: closed, op tells its
 // callers "failed without effect, ask again". Nor may another request of
-// op still commit: the search covered the provider's commit horizon, or
-// the operator states it (r.LateCommitsRuledOut). FAILED stays final: a
+// op still commit, which only the operator can state (r.LateCommitsRuledOut):
+// the report disproves the journal and the provider's promise alike. The
+// journal is told what the search showed for each id. FAILED stays final: a
 // SUCCEEDED resolution would need the fact's business key, released when
 // op failed, so it is refused with what to do instead.
 func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, r Resolution, next *tools.NextAction) (string, error) {
@@ -220,8 +221,7 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	if r.Outcome != ResolutionFailed {
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"this operation FAILED, and then its effect %s was reported; FAILED is final and its business fact was released "+
-				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. Remove the reported effect at the provider "+
-				"and resolve FAILED with effects_removed: true", strings.Join(ids, ", "))
+				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. %s", strings.Join(ids, ", "), howToClose)
 	}
 	if r.ResourceID != "" {
 		return "", tools.Fail(tools.CodeInvalidArgument, false, nil,
@@ -229,8 +229,7 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	}
 	if !r.EffectsRemoved {
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"effects of this operation were reported after it FAILED (%s); remove them at the provider and resolve FAILED with effects_removed: true",
-			strings.Join(ids, ", "))
+			"effects of this operation were reported after it FAILED (%s). %s", strings.Join(ids, ", "), howToClose)
 	}
 	holder, err := factHolder(ctx, ex, op)
 	if err != nil {
@@ -251,35 +250,54 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider reports effects for this operation without naming them, so it cannot show %s gone; nothing was recorded", strings.Join(ids, ", "))
 	}
+	holdersEffect := func(id string) bool { return holder.State == operation.StateSucceeded && id == holder.ResourceID }
 	var left []string
 	for _, m := range res.Matches {
-		if holder.State != operation.StateSucceeded || m != holder.ResourceID {
+		if !holdersEffect(m) {
 			left = append(left, m)
 		}
 	}
 	switch {
+	case len(left) > 0 && holder.Handle != "" && holder.State != operation.StateSucceeded:
+		return "", tools.Fail(tools.CodePreconditionFailed, true, next,
+			"the provider shows %s for this operation's fact, which may be the effect of %s, the operation holding the fact now (%s): "+
+				"do not remove it; close this once that operation has settled; nothing was recorded", strings.Join(left, ", "), holder.Handle, holder.State)
 	case len(left) > 0:
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider still shows %s for this operation's fact, and no operation holds it as its verified effect; "+
-				"remove it (or wait until the operation holding the fact has settled) before closing; nothing was recorded", strings.Join(left, ", "))
+				"remove it before closing; nothing was recorded", strings.Join(left, ", "))
 	case !res.Authoritative:
 		return "", tools.Fail(tools.CodePreconditionFailed, true, next,
 			"the provider's search cannot yet show that nothing else is left (%s); resolve again later; nothing was recorded", res.Detail)
-	case !res.LateCommitsBounded && !op.LateCommitsRuledOut() && !r.LateCommitsRuledOut:
+	case !r.LateCommitsRuledOut:
+		// Not the journal's word nor the provider's promise: the reported
+		// effect is a request of this operation that committed although
+		// the journal, and the promise, said it could not.
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider committed a request of this operation after it was recorded FAILED and promises no deadline for the others; "+
-				"close it only once the provider confirms no request of it can still commit, with late_commits_ruled_out: true")
+			"the provider committed a request of this operation after it was recorded FAILED, so neither the journal nor the provider's "+
+				"commit deadline rules out another; close it only once the provider confirms no request of it can still commit, "+
+				"with late_commits_ruled_out: true")
 	}
-	found := make([]string, 0, len(ids))
+	found := make([]string, 0, len(ids)+1)
 	for _, id := range ids {
-		if holder.State == operation.StateSucceeded && id == holder.ResourceID {
+		if holdersEffect(id) && slices.Contains(res.Matches, id) {
 			found = append(found, id+" is the verified effect of "+holder.Handle+", which holds the fact now")
 		} else {
-			found = append(found, id+" is gone at the provider")
+			found = append(found, id+" is not found at the provider")
 		}
+	}
+	if holder.State == operation.StateSucceeded && holder.ResourceID != "" && !slices.Contains(res.Matches, holder.ResourceID) {
+		found = append(found, "the verified effect "+holder.ResourceID+" of "+holder.Handle+", which holds the fact now, is not found at the provider either")
 	}
 	return serverFindingMarker + " " + strings.Join(found, "; ") + "]", nil
 }
+
+// howToClose is what an operator does with an effect reported after a
+// failure: it may be the verified effect of the operation holding the fact
+// now, found by that operation's own search, and then it stays.
+const howToClose = "Unless it is the verified effect of the operation holding the fact now (get_operation names it: then it stays), " +
+	"remove it at the provider; then resolve FAILED with effects_removed: true and late_commits_ruled_out: true once the provider " +
+	"confirms no request of this operation can still commit"
 
 // factHolder is the operation holding op's business fact now, or a zero
 // Operation when none does.

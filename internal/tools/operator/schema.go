@@ -78,7 +78,8 @@ func resolveInputSchemaFromTypes() string {
 		toolschema.Property("resource_id", toolschema.Length(1, 128), toolschema.Pattern("^[A-Za-z0-9._:-]+$"),
 			toolschema.Describe("The effect the operator verified (e.g. the ticket id to keep).")),
 		toolschema.Property("effects_removed", toolschema.Describe("FAILED only: the operator states every effect of this operation "+
-			"was removed at the provider. Required to resolve FAILED when effects are known to exist; recorded in the journal.")),
+			"was removed at the provider (for effects reported after it FAILED: removed, or the verified effect of the operation "+
+			"holding the fact now). Required to resolve FAILED when effects are known to exist; recorded in the journal.")),
 		toolschema.Property("late_commits_ruled_out", toolschema.Describe("FAILED only: the operator states no request of this operation "+
 			"already sent can still commit at the provider. Required to resolve FAILED when the provider promises no commit deadline "+
 			"and a request may have reached it; recorded in the journal.")),

@@ -165,7 +165,7 @@ func NextAction(op operation.Operation) tools.NextAction {
 		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {
 			return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
 				Hint: "recorded failed without effect, but the provider later reported an effect (" + strings.Join(ids, ", ") +
-					"); an operator must remove it at the provider and close it with resolve_operation; " +
+					"); an operator must deal with it at the provider and close it with resolve_operation; " +
 					"do not ask for this again, not even with a new operation_id"}
 		}
 		return tools.NextAction{

@@ -110,3 +110,37 @@ func TestClosingAnEffectReportedAfterFailureRulesOutAnotherLateCommitFirst(t *te
 	require.NoError(t, err)
 	assert.Empty(t, closed.EffectsReportedAfterFailure())
 }
+
+// The report disproves the journal: a request the journal said never left
+// did reach the provider, so the journal cannot rule out another late
+// commit either; closing takes the operator's statement.
+func TestClosingDoesNotTrustAJournalTheReportedEffectDisproves(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	family := riskreview.New(emptyRisk{}, riskreview.DefaultRecovery())
+	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-close-0009")
+	require.NoError(t, err)
+	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
+	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
+	require.NoError(t, err)
+	digest, err := operation.RequestDigest(riskreview.ToolRequest, "alice", target)
+	require.NoError(t, err)
+	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
+		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
+	require.NoError(t, err)
+	_, err = f.st.InsertIfAbsent(ctx, op)
+	require.NoError(t, err)
+	for _, ev := range []operation.Event{
+		{Type: operation.EventNotDispatched, At: f.clock.Now()},
+		{Type: operation.EventClientCancelled, At: f.clock.Now()},
+		{Type: operation.EventEvidenceRecorded, At: f.clock.Now(), Source: "stale_dispatcher", ResourceID: "rv-000001"},
+	} {
+		op, err = f.st.Transition(ctx, op, ev)
+		require.NoError(t, err, ev.Type)
+	}
+	require.True(t, op.LateCommitsRuledOut(), "the journal still claims nothing left")
+	_, err = operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionFailed, Evidence: "removed rv-000001", EffectsRemoved: true})
+	fail := requireFailure(t, err, "PRECONDITION_FAILED")
+	assert.Contains(t, fail.Message, "late_commits_ruled_out")
+}

@@ -64,8 +64,12 @@ func TestAnEffectReportedAfterFailureIsClosedOnlyOnceTheProviderNoLongerHasIt(t 
 	assert.Contains(t, fail.Message, "FAILED")
 
 	require.True(t, f.sim.RemoveTicket(ticket))
-	closed, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed,
+	_, err = operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed,
 		Evidence: "cancelled it in the console (INC-7)", EffectsRemoved: true})
+	fail = requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "late_commits_ruled_out", "the report disproved the promise: only the operator can rule another out")
+	closed, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed,
+		Evidence: "cancelled it in the console (INC-7)", EffectsRemoved: true, LateCommitsRuledOut: true})
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, closed.State)
 	assert.Empty(t, closed.EffectsReportedAfterFailure())
@@ -80,14 +84,14 @@ func TestAnEffectReportedAfterFailureIsClosedOnlyOnceTheProviderNoLongerHasIt(t 
 	require.NoError(t, err)
 	assert.Empty(t, stored.EffectsReportedAfterFailure())
 	_, err = operatortools.Resolve(ctx, f.ex, f.family, operator, stored, operatortools.Resolution{Outcome: operatortools.ResolutionFailed,
-		Evidence: "again", EffectsRemoved: true})
+		Evidence: "again", EffectsRemoved: true, LateCommitsRuledOut: true})
 	requireFailure(t, err, tools.CodePreconditionFailed)
 }
 
 // closeReported is the operator's closing of op's reported effects.
 func closeReported(f fixture, family tools.WriteTool, op operation.Operation, evidence string) (operation.Operation, error) {
 	return operatortools.Resolve(context.Background(), f.ex, family, operator, op, operatortools.Resolution{
-		Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
+		Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true, LateCommitsRuledOut: true})
 }
 
 // A ticket for the fact that no operation owns as its verified effect
@@ -144,25 +148,81 @@ func TestClosingAnEffectReportedAfterFailureNamesWhatItClosed(t *testing.T) {
 // effect be removed.
 func TestAnEffectReportedAfterFailureThatTheFactsHolderVerifiedAsItsOwnIsAccountedFor(t *testing.T) {
 	f := newFixture(t, 0)
-	ctx := context.Background()
 	a, reported := failedWithAReportedTicket(t, f)
+	b := laterHolderVerifiesTheReportedTicket(t, f, reported)
 
+	closed, err := closeReported(f, f.family, a, "the reported ticket is the fact's verified effect now")
+	require.NoError(t, err)
+	assert.Empty(t, closed.EffectsReportedAfterFailure())
+	assert.Contains(t, closed.Journal[len(closed.Journal)-1].Detail, b.Handle, "says whose effect it is")
+}
+
+// laterHolderVerifiesTheReportedTicket: a later operation for the same
+// fact, whose create timed out, finds the reported ticket by target and
+// records it as its own verified effect: the fact's holder now.
+func laterHolderVerifiesTheReportedTicket(t *testing.T, f fixture, reported string) operation.Operation {
+	t.Helper()
+	ctx := context.Background()
 	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateTimeoutBeforeCommit, Times: 1}}})
 	sub, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-payments-again"))
 	require.NoError(t, err)
 	b := sub.Operation
 	require.Equal(t, operation.StateUnknown, b.State, b.Outcome)
 	f.clock.Advance(untilCommitHorizon(t, f, b) + release.CommitAllowance + time.Second)
-	res, err := f.family.Probe(ctx, b)
-	require.NoError(t, err)
-	require.Equal(t, []string{reported}, res.Matches, "the later operation's search by target finds the reported ticket")
 	b, err = f.ex.Transition(ctx, release.ToolCreate, b, operation.Event{Type: operation.EventProbeFoundOne, At: f.clock.Now(),
 		ResourceID: reported, Receipt: tools.Receipt(b.Handle, reported), Source: release.ProbeSource, Result: "one_exact_match"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, operation.StateSucceeded, b.State)
+	return b
+}
 
-	closed, err := closeReported(f, f.family, a, "the reported ticket is the fact's verified effect now")
+// What the operator is told never says to remove a reported effect
+// unconditionally: it may be the verified effect of the operation holding
+// the fact now, which stays.
+func TestAnOperatorIsNotToldToRemoveAReportedEffectThatMayBeTheHoldersVerifiedEffect(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	a, reported := failedWithAReportedTicket(t, f)
+	laterHolderVerifiesTheReportedTicket(t, f, reported)
+
+	_, err := operatortools.Resolve(ctx, f.ex, f.family, operator, a, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "looked"})
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "holding the fact")
+	_, err = operatortools.Resolve(ctx, f.ex, f.family, operator, a, operatortools.Resolution{Outcome: operatortools.ResolutionSucceeded, Evidence: "looked"})
+	fail = requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, "holding the fact")
+}
+
+// The journal says what the search showed: a reported ticket that is not
+// there any more is "not found", even when it had been the holder's.
+func TestClosingJournalsWhatTheSearchShowedForEachReportedEffect(t *testing.T) {
+	f := newFixture(t, 0)
+	a, reported := failedWithAReportedTicket(t, f)
+	b := laterHolderVerifiesTheReportedTicket(t, f, reported)
+	require.True(t, f.sim.RemoveTicket(reported))
+
+	closed, err := closeReported(f, f.family, a, "removed it")
 	require.NoError(t, err)
-	assert.Empty(t, closed.EffectsReportedAfterFailure())
-	assert.Contains(t, closed.Journal[len(closed.Journal)-1].Detail, b.Handle, "says whose effect it is")
+	d := closed.Journal[len(closed.Journal)-1].Detail
+	assert.NotContains(t, d, "is the verified effect of "+b.Handle, "the search found no such ticket")
+	assert.Contains(t, d, reported+" is not found at the provider")
+	assert.Contains(t, d, b.Handle, "and says the holder's verified effect is missing")
+}
+
+// A match that may be the effect of the operation holding the fact, not
+// yet settled, keeps the closing refused, naming that operation: the
+// operator must not remove what may be its effect.
+func TestAClosingRefusedForAnUnsettledHoldersPossibleEffectNamesTheHolder(t *testing.T) {
+	f := newFixture(t, 0)
+	a, reported := failedWithAReportedTicket(t, f)
+	require.True(t, f.sim.RemoveTicket(reported))
+	f.setFaults(t, releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateDropResponseAfterCommit, Times: 1}}})
+	sub, err := f.submit(t, alice, args("payments-api", "8bc911d", "production-eu", "deploy-ticket-payments-again"))
+	require.NoError(t, err)
+	require.Equal(t, operation.StateUnknown, sub.Operation.State)
+	f.clock.Advance(untilCommitHorizon(t, f, sub.Operation) + release.CommitAllowance + time.Second)
+
+	_, err = closeReported(f, f.family, a, "removed it")
+	fail := requireFailure(t, err, tools.CodePreconditionFailed)
+	assert.Contains(t, fail.Message, sub.Operation.Handle)
 }
