@@ -36,7 +36,25 @@ func TestARiskReviewOperationIsNotClosedWhileAReviewUnderItsOwnKeyExists(t *test
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	family := riskreview.New(keyedRisk{reviewID: "rv-000002"}, riskreview.DefaultRecovery())
-	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-close-0001")
+	op := failedRiskReview(t, f, "review-close-0001", operation.EventBusinessRejected)
+	require.Equal(t, []string{"rv-000001"}, op.EffectsReportedAfterFailure())
+
+	res, err := family.Probe(ctx, op)
+	require.NoError(t, err)
+	require.Equal(t, []string{"rv-000002"}, res.Matches, "a review under this operation's own request key")
+
+	_, err = operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
+		Outcome: operatortools.ResolutionFailed, Evidence: "removed rv-000001", EffectsRemoved: true, LateCommitsRuledOut: true})
+	fail := requireFailure(t, err, "PRECONDITION_FAILED")
+	assert.Contains(t, fail.Message, "rv-000002")
+}
+
+// failedRiskReview records a Risk API operation for O20260728001 under
+// opID that went FAILED by path and then had rv-000001 reported.
+func failedRiskReview(t *testing.T, f fixture, opID string, path ...operation.EventType) operation.Operation {
+	t.Helper()
+	ctx := context.Background()
+	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, opID)
 	require.NoError(t, err)
 	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
 	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
@@ -48,23 +66,14 @@ func TestARiskReviewOperationIsNotClosedWhileAReviewUnderItsOwnKeyExists(t *test
 	require.NoError(t, err)
 	_, err = f.st.InsertIfAbsent(ctx, op)
 	require.NoError(t, err)
-	for _, ev := range []operation.Event{
-		{Type: operation.EventBusinessRejected, At: f.clock.Now()},
-		{Type: operation.EventEvidenceRecorded, At: f.clock.Now(), Source: "stale_dispatcher", ResourceID: "rv-000001"},
-	} {
-		op, err = f.st.Transition(ctx, op, ev)
-		require.NoError(t, err)
+	for _, ev := range path {
+		op, err = f.st.Transition(ctx, op, operation.Event{Type: ev, At: f.clock.Now()})
+		require.NoError(t, err, ev)
 	}
-	require.Equal(t, []string{"rv-000001"}, op.EffectsReportedAfterFailure())
-
-	res, err := family.Probe(ctx, op)
+	op, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventEvidenceRecorded, At: f.clock.Now(),
+		Source: "stale_dispatcher", ResourceID: "rv-000001"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"rv-000002"}, res.Matches, "a review under this operation's own request key")
-
-	_, err = operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
-		Outcome: operatortools.ResolutionFailed, Evidence: "removed rv-000001", EffectsRemoved: true, LateCommitsRuledOut: true})
-	fail := requireFailure(t, err, "PRECONDITION_FAILED")
-	assert.Contains(t, fail.Message, "rv-000002")
+	return op
 }
 
 type emptyRisk struct{ keyedRisk }
@@ -82,26 +91,8 @@ func TestClosingAnEffectReportedAfterFailureRulesOutAnotherLateCommitFirst(t *te
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	family := riskreview.New(emptyRisk{}, riskreview.DefaultRecovery())
-	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-close-0002")
-	require.NoError(t, err)
-	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
-	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
-	require.NoError(t, err)
-	digest, err := operation.RequestDigest(riskreview.ToolRequest, "alice", target)
-	require.NoError(t, err)
-	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
-		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
-	require.NoError(t, err)
-	_, err = f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
-	for _, ev := range []operation.Event{
-		{Type: operation.EventBusinessRejected, At: f.clock.Now()},
-		{Type: operation.EventEvidenceRecorded, At: f.clock.Now(), Source: "stale_dispatcher", ResourceID: "rv-000001"},
-	} {
-		op, err = f.st.Transition(ctx, op, ev)
-		require.NoError(t, err)
-	}
-	_, err = operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
+	op := failedRiskReview(t, f, "review-close-0002", operation.EventBusinessRejected)
+	_, err := operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
 		Outcome: operatortools.ResolutionFailed, Evidence: "removed rv-000001", EffectsRemoved: true})
 	fail := requireFailure(t, err, "PRECONDITION_FAILED")
 	assert.Contains(t, fail.Message, "late_commits_ruled_out")
@@ -118,28 +109,9 @@ func TestClosingDoesNotTrustAJournalTheReportedEffectDisproves(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	family := riskreview.New(emptyRisk{}, riskreview.DefaultRecovery())
-	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-close-0009")
-	require.NoError(t, err)
-	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
-	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
-	require.NoError(t, err)
-	digest, err := operation.RequestDigest(riskreview.ToolRequest, "alice", target)
-	require.NoError(t, err)
-	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
-		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
-	require.NoError(t, err)
-	_, err = f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
-	for _, ev := range []operation.Event{
-		{Type: operation.EventNotDispatched, At: f.clock.Now()},
-		{Type: operation.EventClientCancelled, At: f.clock.Now()},
-		{Type: operation.EventEvidenceRecorded, At: f.clock.Now(), Source: "stale_dispatcher", ResourceID: "rv-000001"},
-	} {
-		op, err = f.st.Transition(ctx, op, ev)
-		require.NoError(t, err, ev.Type)
-	}
+	op := failedRiskReview(t, f, "review-close-0009", operation.EventNotDispatched, operation.EventClientCancelled)
 	require.True(t, op.LateCommitsRuledOut(), "the journal still claims nothing left")
-	_, err = operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
+	_, err := operatortools.Resolve(ctx, f.ex, family, operator, op, operatortools.Resolution{
 		Outcome: operatortools.ResolutionFailed, Evidence: "removed rv-000001", EffectsRemoved: true})
 	fail := requireFailure(t, err, "PRECONDITION_FAILED")
 	assert.Contains(t, fail.Message, "late_commits_ruled_out")
