@@ -289,22 +289,14 @@ func (op Operation) EffectEvidence() []string {
 }
 
 // EffectsReportedAfterFailure lists, once each, the resource ids a stale
-// dispatcher journalled after op had FAILED: verified effects of an
-// operation recorded as having none (the provider broke its promise, or a
-// search missed them). The fact's business key is already released, so
-// such an operation is an incident for an operator, never a reason to ask
-// for the fact again.
+// dispatcher journalled after op had FAILED and no operator has closed
+// since: verified effects of an operation recorded as having none (the
+// provider broke its promise, or a search missed them). The fact's
+// business key is already released, so such an operation is an incident
+// for an operator, never a reason to ask for the fact again.
 func (op Operation) EffectsReportedAfterFailure() []string {
-	var ids []string
-	for _, ev := range op.Journal {
-		switch {
-		case ev.Type == EventOperatorFailed && ev.From == StateFailed:
-			ids = nil // an operator stated them removed
-		case ev.Type == EventEvidenceRecorded && ev.From == StateFailed && ev.ResourceID != "" && !slices.Contains(ids, ev.ResourceID):
-			ids = append(ids, ev.ResourceID)
-		}
-	}
-	return ids
+	open, _ := op.effectsAfterFailure()
+	return open
 }
 
 // EffectsClosedAfterFailure lists, once each, the ids reported after op
@@ -312,7 +304,14 @@ func (op Operation) EffectsReportedAfterFailure() []string {
 // found to be the effect of the operation holding the fact now): effects
 // that existed although op is recorded as having none.
 func (op Operation) EffectsClosedAfterFailure() []string {
-	var open, closed []string
+	_, closed := op.effectsAfterFailure()
+	return closed
+}
+
+// effectsAfterFailure reads the journal once for both lists: an operator's
+// closing (operator_resolved_failed from FAILED) moves every open id to
+// closed.
+func (op Operation) effectsAfterFailure() (open, closed []string) {
 	for _, ev := range op.Journal {
 		switch {
 		case ev.Type == EventOperatorFailed && ev.From == StateFailed:
@@ -326,7 +325,7 @@ func (op Operation) EffectsClosedAfterFailure() []string {
 			open = append(open, ev.ResourceID)
 		}
 	}
-	return closed
+	return open, closed
 }
 
 // EffectRuledOut reports whether op can have no effect at its provider,
