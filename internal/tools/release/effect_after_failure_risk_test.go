@@ -49,11 +49,10 @@ func TestARiskReviewOperationIsNotClosedWhileAReviewUnderItsOwnKeyExists(t *test
 	assert.Contains(t, fail.Message, "rv-000002")
 }
 
-// failedRiskReview records a Risk API operation for O20260728001 under
-// opID that went FAILED by path and then had rv-000001 reported.
-func failedRiskReview(t *testing.T, f fixture, opID string, path ...operation.EventType) operation.Operation {
+// insertedRiskReview records alice's Risk API operation for O20260728001
+// under opID, as an insert does (PENDING), without sending it.
+func insertedRiskReview(t *testing.T, f fixture, opID string) operation.Operation {
 	t.Helper()
-	ctx := context.Background()
 	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, opID)
 	require.NoError(t, err)
 	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
@@ -64,8 +63,18 @@ func failedRiskReview(t *testing.T, f fixture, opID string, path ...operation.Ev
 	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
 		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
 	require.NoError(t, err)
-	_, err = f.st.InsertIfAbsent(ctx, op)
+	_, err = f.st.InsertIfAbsent(context.Background(), op)
 	require.NoError(t, err)
+	return op
+}
+
+// failedRiskReview records a Risk API operation for O20260728001 under
+// opID that went FAILED by path and then had rv-000001 reported.
+func failedRiskReview(t *testing.T, f fixture, opID string, path ...operation.EventType) operation.Operation {
+	t.Helper()
+	ctx := context.Background()
+	op := insertedRiskReview(t, f, opID)
+	var err error
 	for _, ev := range path {
 		op, err = f.st.Transition(ctx, op, operation.Event{Type: ev, At: f.clock.Now()})
 		require.NoError(t, err, ev)

@@ -43,18 +43,7 @@ func TestResolveSucceededDoesNotAcceptAnIDTheProviderNeverNamed(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	family := riskreview.New(brokenDedupeRisk{}, riskreview.DefaultRecovery())
-	key, err := operation.NewRequestKey("support-assistant", "M1", "alice", riskreview.ToolRequest, "review-incident-0001")
-	require.NoError(t, err)
-	target := map[string]string{"order_id": "O20260728001", "review_type": riskreview.ReviewType}
-	bk, err := operation.NewBusinessKey("risk_review", "O20260728001", riskreview.ReviewType, riskreview.Generation)
-	require.NoError(t, err)
-	digest, err := operation.RequestDigest(riskreview.ToolRequest, "alice", target)
-	require.NoError(t, err)
-	op, err := operation.New(operation.Intent{Key: key, BusinessKey: bk, RequestDigest: digest, EndUserID: "alice",
-		TenantID: "M1", Target: target, Payload: target}, f.clock.Now(), time.Minute)
-	require.NoError(t, err)
-	_, err = f.st.InsertIfAbsent(ctx, op)
-	require.NoError(t, err)
+	op := insertedRiskReview(t, f, "review-incident-0001")
 	res, err := family.Probe(ctx, op)
 	require.NoError(t, err)
 	for _, ev := range []operation.Event{
