@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,4 +30,36 @@ func TestTheFunctionsLinkNoSDKSchemaTables(t *testing.T) {
 		}
 	}
 	assert.Empty(t, tables, "SDK clients whose schema tables are built at every cold start")
+}
+
+// Our packages build almost nothing before main: a regular expression
+// compiled into a package-level variable, a table built from reflection or
+// a schema parsed at init is paid by every cold start, whether the request
+// needs it or not. What our packages allocate at init is counted by the
+// runtime itself (GODEBUG=inittrace=1), so this holds on any machine; a
+// single compiled expression takes several KiB.
+func TestOurPackagesAllocateAlmostNothingAtInit(t *testing.T) {
+	const limitBytes = 2048
+	for _, pkg := range []string{".", "../reconciler"} {
+		bin := t.TempDir() + "/bootstrap"
+		build := exec.CommandContext(t.Context(), "go", "build", "-tags", "lambda.norpc", "-o", bin, pkg)
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "go build %s: %s", pkg, out)
+		run := exec.CommandContext(t.Context(), bin)
+		run.Env = []string{"GODEBUG=inittrace=1"}
+		out, _ = run.CombinedOutput() // stops at once: no configuration
+		var ours int
+		for line := range strings.Lines(string(out)) {
+			// init <package> @<start> ms, <clock> ms clock, <bytes> bytes, <n> allocs
+			f := strings.Fields(line)
+			if len(f) < 9 || f[0] != "init" || !strings.HasPrefix(f[1], "github.com/intentgate/") {
+				continue
+			}
+			ours++
+			bytes, err := strconv.Atoi(f[7])
+			require.NoError(t, err, "inittrace line %q", line)
+			assert.LessOrEqual(t, bytes, limitBytes, "%s (in %s) allocates at init: %s", f[1], pkg, strings.TrimSpace(line))
+		}
+		require.Positive(t, ours, "%s: no inittrace line for our packages:\n%s", pkg, out)
+	}
 }

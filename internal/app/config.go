@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -193,7 +192,7 @@ func (c Config) Validate() error {
 	if c.TaskIDKey != "" && len(c.TaskIDKey) < 32 {
 		errs = append(errs, errors.New("INTENTGATE_TASK_ID_KEY: want at least 32 bytes (the same on every instance), or unset to turn MCP Tasks off"))
 	}
-	if len(c.Stage) > maxStageLength || !stagePattern.MatchString(c.Stage) {
+	if !validStage(c.Stage) {
 		errs = append(errs, fmt.Errorf("INTENTGATE_STAGE=%q: want 1-64 letters, digits, '.', '_' or '-'", c.Stage))
 	}
 	for name, v := range map[string]string{
@@ -201,7 +200,7 @@ func (c Config) Validate() error {
 		"INTENTGATE_RELEASE_API_KEY_PARAMETER": c.ReleaseAPIKeyParameter,
 		"INTENTGATE_TASK_ID_KEY_PARAMETER":     c.TaskIDKeyParameter,
 	} {
-		if v != "" && !ssmNamePattern.MatchString(v) {
+		if v != "" && !validSSMName(v) {
 			errs = append(errs, fmt.Errorf("%s=%q: not an SSM parameter name (/path/name of letters, digits, _ . - /)", name, v))
 		}
 	}
@@ -273,17 +272,50 @@ func (c Config) ValidateAuth() error {
 	return nil
 }
 
-// stagePattern and maxStageLength bound the Stage dimension value: short,
+// validStage and maxStageLength bound the Stage dimension value: short,
 // no spaces, so it fits CloudWatch dimension values and resource names
-// alike. The length is checked apart: a counted repetition ({0,63})
-// compiles into 63 copies of the class, a cost every cold start would pay.
-var stagePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// alike: a letter or digit, then letters, digits, '.', '_' or '-'. Checked
+// character by character, as every configuration value here: a regular
+// expression compiled at package init cost every cold start.
+func validStage(s string) bool {
+	if s == "" || len(s) > maxStageLength || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 const maxStageLength = 64
 
-// ssmNamePattern is SSM's parameter-name alphabet; the name is used as is
-// in the GetParameter call and in the template's IAM ARN (leading '/').
-var ssmNamePattern = regexp.MustCompile(`^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$`)
+// validSSMName is SSM's parameter-name alphabet, as a path: an optional
+// leading '/', then segments of letters, digits, '_', '.' and '-' joined
+// by single '/'. The name is used as is in the GetParameter call and in
+// the template's IAM ARN (leading '/').
+func validSSMName(s string) bool {
+	s = strings.TrimPrefix(s, "/")
+	if s == "" {
+		return false
+	}
+	for segment := range strings.SplitSeq(s, "/") {
+		if segment == "" {
+			return false
+		}
+		for i := 0; i < len(segment); i++ {
+			if c := segment[i]; !isAlnum(c) && c != '_' && c != '.' && c != '-' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
 
 func absoluteURL(s string) error {
 	u, err := url.Parse(s)

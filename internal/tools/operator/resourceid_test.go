@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/intentgate/intentgate/internal/alphabettest"
 )
 
 func TestAResourceIDIsOneTo128CharactersOfItsAlphabet(t *testing.T) {
@@ -19,4 +21,9 @@ func TestAResourceIDIsOneTo128CharactersOfItsAlphabet(t *testing.T) {
 	} {
 		assert.Equal(t, valid, validResourceID(id), "%q", id)
 	}
+}
+
+func TestTheResourceIDCheckAcceptsExactlyWhatTheSchemaPatternAccepts(t *testing.T) {
+	alphabettest.SameAsPattern(t, resourceIDPattern, maxResourceIDLength, validResourceID,
+		strings.Repeat("a", 127), strings.Repeat("a", 128), "re_9:eu.1")
 }

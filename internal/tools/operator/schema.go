@@ -75,7 +75,7 @@ func resolveInputSchemaFromTypes() string {
 		toolschema.Property("resolution", toolschema.Enum(ResolutionSucceeded, ResolutionFailed)),
 		toolschema.Property("evidence", toolschema.Length(1, MaxEvidenceRunes),
 			toolschema.Describe("The operator's statement of what was checked and found.")),
-		toolschema.Property("resource_id", toolschema.Length(1, 128), toolschema.Pattern("^[A-Za-z0-9._:-]+$"),
+		toolschema.Property("resource_id", toolschema.Length(1, maxResourceIDLength), toolschema.Pattern(resourceIDPattern),
 			toolschema.Describe("The effect the operator verified (e.g. the ticket id to keep).")),
 		toolschema.Property("effects_removed", toolschema.Describe("FAILED only: the operator states every effect of this operation "+
 			"was removed at the provider (for effects reported after it FAILED: removed, or the verified effect of the operation "+

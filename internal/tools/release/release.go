@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
@@ -36,15 +35,40 @@ const BusinessKeyKind = "deployment_ticket"
 // ProbeSource is the reconciliation check source shown in the journal.
 const ProbeSource = "release_provider"
 
-// The arguments' alphabets; their lengths (argumentLengths) are checked
-// apart, here and in the input schema, because a counted repetition such
-// as {1,62} compiles into 62 copies of the class, a cost every cold start
-// would pay.
-var (
-	servicePattern     = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	commitPattern      = regexp.MustCompile(`^[0-9a-f]*$`)
-	environmentPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+// The arguments' alphabets as the input schema states them; their lengths
+// (argumentLengths) are checked apart. Prepare checks them with
+// lowerSlug and lowerHex, not compiled expressions: compiling one at
+// package init cost every cold start, and a test keeps each function
+// equal to its pattern.
+const (
+	servicePattern     = `^[a-z][a-z0-9-]*$`
+	commitPattern      = `^[0-9a-f]*$`
+	environmentPattern = `^[a-z][a-z0-9-]*$`
 )
+
+// lowerSlug: a lowercase letter, then lowercase letters, digits and '-'
+// (servicePattern, environmentPattern).
+func lowerSlug(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerHex: lowercase hex digits only (commitPattern).
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // commitShape is how a refused commit is described.
 const commitShape = "the full commit id, 40 lowercase hex digits: an abbreviation is refused, since two spellings of one commit would make two tickets (git rev-parse gives the full id)"
@@ -132,15 +156,15 @@ func (f *Family) Prepare(_ context.Context, _ tools.Caller, raw json.RawMessage)
 	}
 	for _, c := range []struct {
 		name, value string
-		pattern     *regexp.Regexp
+		matches     func(string) bool
 		length      argumentLength
 		shape       string
 	}{
-		{"service", a.Service, servicePattern, serviceLength, "2-63 characters of a-z 0-9 -, starting with a letter"},
-		{"commit", a.Commit, commitPattern, commitLength, commitShape},
-		{"environment", a.Environment, environmentPattern, environmentLength, "2-32 characters of a-z 0-9 -, starting with a letter"},
+		{"service", a.Service, lowerSlug, serviceLength, "2-63 characters of a-z 0-9 -, starting with a letter"},
+		{"commit", a.Commit, lowerHex, commitLength, commitShape},
+		{"environment", a.Environment, lowerSlug, environmentLength, "2-32 characters of a-z 0-9 -, starting with a letter"},
 	} {
-		if len(c.value) < c.length.min || len(c.value) > c.length.max || !c.pattern.MatchString(c.value) {
+		if len(c.value) < c.length.min || len(c.value) > c.length.max || !c.matches(c.value) {
 			return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "%s must be %s", c.name, c.shape)
 		}
 	}

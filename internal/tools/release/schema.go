@@ -32,11 +32,11 @@ func InputSchema() string { return toolschema.Committed(committedSchemas, inputS
 
 func inputSchemaFromTypes() string {
 	return toolschema.Of[Args](
-		toolschema.Property("service", toolschema.Length(serviceLength.min, serviceLength.max), toolschema.Pattern(servicePattern.String()),
+		toolschema.Property("service", toolschema.Length(serviceLength.min, serviceLength.max), toolschema.Pattern(servicePattern),
 			toolschema.Describe("Service to deploy, e.g. payments-api.")),
-		toolschema.Property("commit", toolschema.Length(commitLength.min, commitLength.max), toolschema.Pattern(commitPattern.String()),
+		toolschema.Property("commit", toolschema.Length(commitLength.min, commitLength.max), toolschema.Pattern(commitPattern),
 			toolschema.Describe("Full commit id (40 lowercase hex digits); an abbreviation is refused.")),
-		toolschema.Property("environment", toolschema.Length(environmentLength.min, environmentLength.max), toolschema.Pattern(environmentPattern.String()),
+		toolschema.Property("environment", toolschema.Length(environmentLength.min, environmentLength.max), toolschema.Pattern(environmentPattern),
 			toolschema.Describe("Target environment, e.g. production-eu.")),
 		toolschema.Property("operation_id", toolschema.OperationID(operationIDDescription)),
 	)

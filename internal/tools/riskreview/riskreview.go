@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -40,7 +39,17 @@ const Generation = "g1"
 // MaxReasonRunes bounds the free-text reason.
 const MaxReasonRunes = 500
 
-var orderIDPattern = regexp.MustCompile(`^O[0-9]{11}$`)
+func validOrderID(id string) bool {
+	if len(id) != 12 || id[0] != 'O' {
+		return false
+	}
+	for i := 1; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // RiskAPI is the part of the Risk API contract this family uses.
 type RiskAPI interface {
@@ -87,7 +96,7 @@ func (f *Family) Prepare(_ context.Context, _ tools.Caller, raw json.RawMessage)
 	if err := dec.Decode(&a); err != nil {
 		return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "arguments: %v", err)
 	}
-	if !orderIDPattern.MatchString(a.OrderID) {
+	if !validOrderID(a.OrderID) {
 		return tools.Prepared{}, tools.Fail(tools.CodeInvalidArgument, false, nil, "order_id must look like O20260728001 (O and 11 digits)")
 	}
 	reason := strings.TrimSpace(a.Reason)
