@@ -16,6 +16,7 @@
 package toolschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -62,29 +63,45 @@ func Committed(files fs.FS, file string) string {
 // compact drops the whitespace between the tokens of JSON text. It does not
 // check the syntax as json.Compact does, at several times the speed: a
 // committed file is json.Indent's output, checked by its package's test,
-// and the server parses every schema it registers.
+// and the server parses every schema it registers. Strings, most of a
+// schema's bytes (its descriptions), are copied whole: their closing quote
+// is found with bytes.IndexByte, and is one when an even number of
+// backslashes precedes it.
 func compact(text []byte) string {
 	out := make([]byte, 0, len(text))
-	inString, escaped := false, false
-	for _, c := range text {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
-			continue
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case ' ', '\n', '\t', '\r':
+		case '"':
+			end := closingQuote(text, i+1)
+			out = append(out, text[i:end+1]...)
+			i = end
+		default:
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return string(out)
+}
+
+// closingQuote is the index of the quote ending the string whose first
+// byte after the opening quote is at from; len(text)-1 if it never ends.
+func closingQuote(text []byte, from int) int {
+	for from < len(text) {
+		q := bytes.IndexByte(text[from:], '"')
+		if q < 0 {
+			break
+		}
+		q += from
+		backslashes := 0
+		for j := q - 1; j >= from && text[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
+	return len(text) - 1
 }
 
 // Property applies edits to the named property.
