@@ -31,7 +31,7 @@ func TestColdStartSideBySide(t *testing.T) {
 	if os.Getenv("INTENTGATE_BENCH_COLDSTART") != "1" {
 		t.Skip("a benchmark: run make bench-coldstart")
 	}
-	rounds, warm := envInt(t, "INTENTGATE_BENCH_ROUNDS", 7), envInt(t, "INTENTGATE_BENCH_WARM", 50)
+	rounds, warm := envInt(t, "INTENTGATE_BENCH_ROUNDS", 41), envInt(t, "INTENTGATE_BENCH_WARM", 50)
 	b := needBinaries(t)
 	root, err := localengine.RepoRoot()
 	require.NoError(t, err)
@@ -85,6 +85,13 @@ func TestColdStartSideBySide(t *testing.T) {
 				cpu += cpuTime(pid)
 			}
 			st.coldCPU = append(st.coldCPU, cpu)
+			var faults, rss int
+			for _, pid := range em.bootstraps() {
+				faults += minorFaults(pid)
+				rss += residentKB(pid)
+			}
+			st.coldFaults = append(st.coldFaults, faults)
+			st.coldRSSKB = append(st.coldRSSKB, rss)
 			invokeHTTP(t, em, event)
 			st.first = append(st.first, em.lastRoundTrip())
 			for range warm {
@@ -120,8 +127,23 @@ func TestColdStartSideBySide(t *testing.T) {
 	out.WriteString(header + "\n")
 	out.WriteString(row("cold invoke, median", ms(median(o.cold)), ms(median(r.cold)), "ms (process start + init + 1st request)"))
 	out.WriteString(row("cold invoke, fastest", ms(slices.Min(o.cold)), ms(slices.Min(r.cold)), "ms"))
+	// The same cold starts paired by round: both ran within a second of
+	// each other, so a drift of the machine's load between rounds cancels
+	// out of each ratio, and the quartiles show how far one run's figure
+	// can be trusted.
+	paired := func(st *coldStats) string {
+		q1, q2, q3 := pairedRatios(st.cold, r.cold)
+		return fmt.Sprintf("%.2fx (quartiles %.2f-%.2fx)", q2, q1, q3)
+	}
+	line := fmt.Sprintf("%-26s %s", "cold invoke, per round", paired(o))
+	if base != nil {
+		line += ", baseline " + paired(base)
+	}
+	out.WriteString(line + "  ratio to bare go-sdk in the same round\n")
 	out.WriteString(row("cold CPU, median", ms(median(o.coldCPU)), ms(median(r.coldCPU)), "ms (function process, user+system, to 1st answer)"))
 	out.WriteString(row("package init, median", ms(median(o.packageInit)), ms(median(r.packageInit)), "ms (GODEBUG=inittrace=1: every package's init, all before main)"))
+	out.WriteString(row("cold page faults, median", float64(medianInt(o.coldFaults)), float64(medianInt(r.coldFaults)), "minor faults to 1st answer"))
+	out.WriteString(row("cold RSS, median", float64(medianInt(o.coldRSSKB))/1024, float64(medianInt(r.coldRSSKB))/1024, "MiB resident after 1st answer"))
 	out.WriteString(row("second invoke, median", ms(median(o.first)), ms(median(r.first)), "ms"))
 	out.WriteString(row("warm p50", ms(pct(o.warm, 50)), ms(pct(r.warm, 50)), "ms"))
 	out.WriteString(row("warm p99", ms(pct(o.warm, 99)), ms(pct(r.warm, 99)), "ms"))
@@ -136,9 +158,13 @@ func TestColdStartSideBySide(t *testing.T) {
 
 type coldStats struct {
 	cold, coldCPU, first, warm []time.Duration
-	packageInit                []time.Duration
-	rssKB                      int
-	sizeMiB                    float64
+	// coldFaults and coldRSSKB: minor page faults and resident set after
+	// the first answer. Every page the start touches first costs a fault,
+	// which is CPU the cold start pays.
+	coldFaults, coldRSSKB []int
+	packageInit           []time.Duration
+	rssKB                 int
+	sizeMiB               float64
 }
 
 // baselineFigure is the baseline build's value of the row named name.
@@ -152,6 +178,10 @@ func baselineFigure(name string, st *coldStats) float64 {
 		return ms(median(st.coldCPU))
 	case "package init, median":
 		return ms(median(st.packageInit))
+	case "cold page faults, median":
+		return float64(medianInt(st.coldFaults))
+	case "cold RSS, median":
+		return float64(medianInt(st.coldRSSKB)) / 1024
 	case "second invoke, median":
 		return ms(median(st.first))
 	case "warm p50":
@@ -250,14 +280,63 @@ func cpuTime(pid int) time.Duration {
 	return total
 }
 
+// pairedRatios are the quartiles of a[i]/b[i], round by round.
+func pairedRatios(a, b []time.Duration) (q1, q2, q3 float64) {
+	var ratios []float64
+	for i := range min(len(a), len(b)) {
+		ratios = append(ratios, float64(a[i])/float64(b[i]))
+	}
+	if len(ratios) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ratios)
+	at := func(p int) float64 { return ratios[(len(ratios)-1)*p/100] }
+	return at(25), at(50), at(75)
+}
+
+func medianInt(ns []int) int {
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[(len(s)-1)/2]
+}
+
+// minorFaults reads a live process's minor page faults (/proc/<pid>/stat,
+// the 10th field; the command name before it is in parentheses and may
+// hold spaces, so fields are counted after the closing one).
+func minorFaults(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 8 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[7])
+	return n
+}
+
+// residentKB reads VmRSS (resident set now) of a live process.
+func residentKB(pid int) int { return statusKB(pid, "VmRSS:") }
+
 // peakRSSKB reads VmHWM (peak resident set) of a live process.
-func peakRSSKB(pid int) int {
+func peakRSSKB(pid int) int { return statusKB(pid, "VmHWM:") }
+
+// statusKB reads one kB figure of /proc/<pid>/status.
+func statusKB(pid int, field string) int {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 			return n
 		}
