@@ -15,15 +15,7 @@ import (
 // writes: every committed schema, and strings holding what could be taken
 // for their end or for whitespace between tokens.
 func TestCompactGivesTheBytesOfJSONCompact(t *testing.T) {
-	committed, err := filepath.Glob("../*/schemas/*.json")
-	require.NoError(t, err)
-	require.NotEmpty(t, committed)
-	var texts [][]byte
-	for _, f := range committed {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		texts = append(texts, b)
-	}
+	texts := committedTexts(t)
 	for _, v := range []any{
 		map[string]any{"a": `say "hi"`, "b": `ends in a backslash \`, "c": `\\"`, "d": " spaced\n\tout ", "e": []any{"", `"`, `\`}},
 		[]any{map[string]any{}, []any{}, "x y", 1.5, nil, true},
@@ -45,14 +37,7 @@ func TestCompactGivesTheBytesOfJSONCompact(t *testing.T) {
 // BenchmarkCompact: compact against json.Compact over every committed
 // schema, the work of each cold start.
 func BenchmarkCompact(b *testing.B) {
-	committed, err := filepath.Glob("../*/schemas/*.json")
-	require.NoError(b, err)
-	var texts [][]byte
-	for _, f := range committed {
-		text, err := os.ReadFile(f)
-		require.NoError(b, err)
-		texts = append(texts, text)
-	}
+	texts := committedTexts(b)
 	b.Run("compact", func(b *testing.B) {
 		for b.Loop() {
 			for _, text := range texts {
@@ -68,4 +53,18 @@ func BenchmarkCompact(b *testing.B) {
 			}
 		}
 	})
+}
+
+// committedTexts are the committed schema files of every tool package.
+func committedTexts(tb testing.TB) [][]byte {
+	committed, err := filepath.Glob("../*/schemas/*.json")
+	require.NoError(tb, err)
+	require.NotEmpty(tb, committed)
+	var texts [][]byte
+	for _, f := range committed {
+		text, err := os.ReadFile(f)
+		require.NoError(tb, err)
+		texts = append(texts, text)
+	}
+	return texts
 }
