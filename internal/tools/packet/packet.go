@@ -55,9 +55,12 @@ type Packet struct {
 	// audit) on an operation that was SUCCEEDED and approvable before: a
 	// dependent action such as approve_rollout may already have been
 	// approved and must be reviewed with the incident.
-	ApprovalMayHaveBeenGiven bool              `json:"approval_may_have_been_given"`
-	RequestDigest            string            `json:"request_digest"`
-	Target                   map[string]string `json:"target"`
+	ApprovalMayHaveBeenGiven bool `json:"approval_may_have_been_given"`
+	// RequestDigest is shown to the key's own viewer only, as OperationID
+	// is: it hashes the end user with the arguments, and with the target
+	// in view anyone else could test guessed users against it.
+	RequestDigest *string           `json:"request_digest"`
+	Target        map[string]string `json:"target"`
 	// RetryAllowed is always false: a caller never re-sends a write whose
 	// operation exists. Only the reconciler retries, after proof of absence
 	// and with the same request key.
@@ -73,8 +76,13 @@ type Packet struct {
 // Build makes the review packet of op as viewer may see it: the
 // operation_id only when it is viewer's own key (OwnOperationID).
 func Build(op operation.Operation, viewer tools.Caller) Packet {
+	own := OwnOperationID(op, viewer)
+	var ownDigest *string
+	if own != nil {
+		ownDigest = optional(op.RequestDigest)
+	}
 	p := Packet{
-		OperationID:                         OwnOperationID(op, viewer),
+		OperationID:                         own,
 		Handle:                              op.Handle,
 		Tool:                                op.Key.Tool,
 		State:                               string(op.State),
@@ -87,7 +95,7 @@ func Build(op operation.Operation, viewer tools.Caller) Packet {
 		DependentActionsBlockedWhileUnknown: true,
 		DependentActionsBlocked:             op.Blocked(),
 		ApprovalMayHaveBeenGiven:            op.State == operation.StateEscalated && op.ApprovableBefore(),
-		RequestDigest:                       op.RequestDigest,
+		RequestDigest:                       ownDigest,
 		Target:                              map[string]string{},
 		RetryAllowed:                        false,
 		NextAction:                          NextAction(op),

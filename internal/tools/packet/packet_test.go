@@ -174,7 +174,7 @@ func TestEveryStateHasANextActionThatNeverResendsTheWrite(t *testing.T) {
 	}
 }
 
-func TestPacketHidesAnotherClientsOrTenantsOperationID(t *testing.T) {
+func TestPacketHidesAnotherClientsOrTenantsOperationIDAndRequestDigest(t *testing.T) {
 	op := exampleOp(t)
 	for name, viewer := range map[string]tools.Caller{
 		"tenant-mate on another client":   {ClientID: "cursor", UserID: "dev-bob", TenantID: "team-payments", Roles: []string{"deployer"}},
@@ -187,6 +187,11 @@ func TestPacketHidesAnotherClientsOrTenantsOperationID(t *testing.T) {
 			p := packet.Build(op, viewer)
 			m := marshal(t, p)
 			assert.Nil(t, m["operation_id"], "another client's or tenant's operation_id is never shown")
+			// The digest hashes the end user with the arguments, and the
+			// packet shows the target: a viewer could test guessed users
+			// against it and learn who asked.
+			assert.Nil(t, m["request_digest"], "another key space's request digest is never shown")
+			assert.NotContains(t, string(mustJSON(t, p)), op.RequestDigest)
 			assert.Equal(t, op.Handle, m["handle"], "the handle is always shown")
 			assert.Equal(t, map[string]string{"handle": op.Handle}, p.NextAction.Arguments,
 				"the next action names the operation by handle, not by the hidden operation_id")
@@ -198,6 +203,14 @@ func TestPacketHidesAnotherClientsOrTenantsOperationID(t *testing.T) {
 
 	own := marshal(t, packet.Build(op, owner))
 	assert.Equal(t, "deploy-ticket-payments-8bc911d", own["operation_id"])
+	assert.Equal(t, op.RequestDigest, own["request_digest"], "the owner sees the digest its arguments made")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return data
 }
 
 // An operation_id names one operation per write tool it was used with, so

@@ -34,7 +34,8 @@ func outputSchemaFromTypes() string {
 		toolschema.Property("approval_may_have_been_given", toolschema.Describe(
 			"True when the operation was SUCCEEDED and approvable before it became an incident: "+
 				"an approval of a dependent action may already have been given and must be reviewed.")),
-		toolschema.Property("request_digest", toolschema.Pattern("^sha256:[0-9a-f]{64}$")),
+		toolschema.Property("request_digest", toolschema.Pattern("^sha256:[0-9a-f]{64}$"),
+			toolschema.Describe("SHA-256 of your arguments; null when the operation's key is another client's or tenant's.")),
 		toolschema.Property("retry_allowed", toolschema.Const(false)),
 		toolschema.Property("created_at", toolschema.DateTime()),
 		toolschema.Property("updated_at", toolschema.DateTime()),
