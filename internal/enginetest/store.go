@@ -58,6 +58,18 @@ func NamesOperation(req *http.Request) bool {
 	return err == nil && bytes.Contains(body, []byte(`"op#`))
 }
 
+// WritesBinding reports whether req (a TransactWriteItems) writes a
+// binding: a request key answered with another key's operation. It reads
+// the body and puts it back.
+func WritesBinding(req *http.Request) bool {
+	if req.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`{"S":"binding"}`))
+}
+
 // Expire deletes an operation's item from st's table, as DynamoDB's TTL
 // does once a FAILED operation's retention has passed.
 func (e *Engine) Expire(t testing.TB, st *store.Store, handle string) {

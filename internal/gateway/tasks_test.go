@@ -35,11 +35,14 @@ type lostAnswers struct {
 	next    dynamodb.HTTPClient
 	action  string
 	applied bool
-	lost    atomic.Int32
+	// only, when set, narrows the requests whose answers are lost.
+	only func(*http.Request) bool
+	lost atomic.Int32
 }
 
 func (c *lostAnswers) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) ||
+		(c.only != nil && !c.only(req)) {
 		return c.next.Do(req)
 	}
 	c.lost.Add(1)
@@ -276,7 +279,7 @@ func TestOlderClientsDeduplicatedCallWhoseBindingAnswerWasLostGetsItsOwnTask(t *
 	holder := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", call("op-bind-holder-1"), false))
 	require.Equal(t, "completed", holder["status"])
 
-	w.lossy.action, w.lossy.applied = "PutItem", true
+	w.lossy.action, w.lossy.applied, w.lossy.only = "TransactWriteItems", true, enginetest.WritesBinding
 	task := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", call("op-bind-lost-1"), false))
 	require.Positive(t, w.lossy.lost.Load(), "the binding was written and its answer lost")
 	assert.NotEqual(t, holder["taskId"], task["taskId"], "its own key's task")

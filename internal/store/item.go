@@ -27,6 +27,9 @@ const (
 	attrVersion = "version"
 	attrJournal = "journal"
 	attrHolder  = "operation_pk"
+	// attrSharedKeys counts the bindings to an operation (operation.SharedKeys).
+	attrSharedKeys = "shared_keys"
+	attrCreatedAt  = "created_at"
 )
 
 func opPK(handle string) string { return opPrefix + handle }
@@ -76,15 +79,18 @@ type opItem struct {
 	Receipt            string            `dynamodbav:"receipt,omitempty"`
 	DuplicateResources int               `dynamodbav:"duplicate_resources"`
 	Escalation         string            `dynamodbav:"escalation,omitempty"`
-	DueAt              string            `dynamodbav:"due_at,omitempty"`
-	LastDispatchAt     string            `dynamodbav:"last_dispatch_at,omitempty"`
-	CreatedAt          string            `dynamodbav:"created_at"`
-	UpdatedAt          string            `dynamodbav:"updated_at"`
-	Journal            []string          `dynamodbav:"journal"`
-	InsertNonce        string            `dynamodbav:"insert_nonce"`
-	GSI1PK             string            `dynamodbav:"gsi1pk,omitempty"`
-	GSI1SK             string            `dynamodbav:"gsi1sk,omitempty"`
-	ExpiresAt          int64             `dynamodbav:"expires_at,omitempty"`
+	// SharedKeys is added to by each binding's write and never set by a
+	// transition, so the two never overwrite each other.
+	SharedKeys     int      `dynamodbav:"shared_keys,omitempty"`
+	DueAt          string   `dynamodbav:"due_at,omitempty"`
+	LastDispatchAt string   `dynamodbav:"last_dispatch_at,omitempty"`
+	CreatedAt      string   `dynamodbav:"created_at"`
+	UpdatedAt      string   `dynamodbav:"updated_at"`
+	Journal        []string `dynamodbav:"journal"`
+	InsertNonce    string   `dynamodbav:"insert_nonce"`
+	GSI1PK         string   `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK         string   `dynamodbav:"gsi1sk,omitempty"`
+	ExpiresAt      int64    `dynamodbav:"expires_at,omitempty"`
 }
 
 // bkItem is the claim on a business fact.
@@ -170,7 +176,7 @@ func fromItem(it opItem) (operation.Operation, error) {
 		State: operation.State(it.State), Outcome: operation.Outcome(it.Outcome), Version: it.Version,
 		RetryCount: it.RetryCount, ProbeCount: it.ProbeCount,
 		ClientTimeouts: it.ClientTimeouts, ResourceID: it.ResourceID, Receipt: it.Receipt,
-		DuplicateResources: it.DuplicateResources, Escalation: it.Escalation,
+		DuplicateResources: it.DuplicateResources, Escalation: it.Escalation, SharedKeys: it.SharedKeys,
 	}
 	if !op.State.Valid() {
 		return operation.Operation{}, fmt.Errorf("item %s: unknown state %q", it.PK, it.State)

@@ -274,8 +274,7 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 		if o.bindable != nil && !o.bindable(holder) {
 			return InsertResult{Kind: BusinessKeyHeld, Operation: holder, Unbound: true}, false, nil
 		}
-		res, err := s.bind(ctx, op, holder, nonce)
-		return res, false, err
+		return s.bind(ctx, op, holder, nonce)
 	}
 	if code(opReason) == "TransactionConflict" || code(bkReason) == "TransactionConflict" {
 		return InsertResult{}, true, fmt.Errorf("insert %s: transaction conflict persisted", op.Handle)
@@ -285,11 +284,17 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 
 // bind records that op's request key was answered with holder: a binding
 // item at the key's own pk, conditioned on attribute_not_exists(pk) like an
-// insert. Two keys deduplicated onto one holder at once write two items;
-// two calls with one key race on one item, and the loser is classified
-// against the winner's digest. A binding whose write applied but whose
-// answer was lost carries our nonce, so the SDK's retry is recognised.
-func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce string) (InsertResult, error) {
+// insert, and in the same transaction one more shared key on the holder
+// (operation.SharedKeys), conditioned on the holder being the operation
+// read and not FAILED. So a binding and a withdrawal of the holder written
+// at once exclude each other (the withdrawal's condition: no shared keys),
+// and no key is bound to a holder that failed since it was read: retry is
+// then true, and the insert is tried anew on a fact that may be free. Two
+// keys deduplicated onto one holder at once write two items; two calls
+// with one key race on one item, and the loser is classified against the
+// winner's digest. A binding whose write applied but whose answer was lost
+// carries our nonce, so the SDK's retry is recognised.
+func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce string) (res InsertResult, retry bool, err error) {
 	av, err := attributevalue.MarshalMap(bindingItem{
 		PK: opPK(op.Handle), Kind: kindBinding, Handle: op.Handle,
 		ClientID: op.Key.ClientID, TenantID: op.Key.TenantID, Tool: op.Key.Tool, OperationID: op.Key.OperationID,
@@ -297,31 +302,59 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 		HolderCreatedAt: formatTime(holder.CreatedAt), CreatedAt: formatTime(op.CreatedAt), InsertNonce: nonce,
 	})
 	if err != nil {
-		return InsertResult{}, fmt.Errorf("insert %s: marshal binding: %w", op.Handle, err)
+		return InsertResult{}, false, fmt.Errorf("insert %s: marshal binding: %w", op.Handle, err)
 	}
 	absent, err := keyAbsent()
 	if err != nil {
-		return InsertResult{}, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
+		return InsertResult{}, false, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.cfg.Table), Item: av,
-		ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	holderLive, err := expression.NewBuilder().
+		WithUpdate(expression.Add(expression.Name(attrSharedKeys), expression.Value(1))).
+		WithCondition(expression.AttributeExists(expression.Name(attrPK)).
+			And(expression.Name(attrCreatedAt).Equal(expression.Value(formatTime(holder.CreatedAt)))).
+			And(expression.Name(attrState).NotEqual(expression.Value(string(operation.StateFailed))))).
+		Build()
+	if err != nil {
+		return InsertResult{}, false, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: av,
+				ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{Update: &types.Update{TableName: aws.String(s.cfg.Table), Key: pkKey(opPK(holder.Handle)),
+				UpdateExpression: holderLive.Update(), ConditionExpression: holderLive.Condition(),
+				ExpressionAttributeNames: holderLive.Names(), ExpressionAttributeValues: holderLive.Values()}},
+		},
 	})
 	if err == nil {
-		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, nil
+		holder.SharedKeys++
+		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, false, nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return InsertResult{}, fmt.Errorf("insert %s: bind to %s: %w", op.Handle, holder.Handle, err)
+	var cancelled *types.TransactionCanceledException
+	if !errors.As(err, &cancelled) {
+		return InsertResult{}, false, fmt.Errorf("insert %s: bind to %s: %w", op.Handle, holder.Handle, err)
 	}
-	item := ccf.Item
-	if len(item) == 0 {
-		if item, err = s.getRaw(ctx, opPK(op.Handle)); err != nil {
-			return InsertResult{}, fmt.Errorf("insert %s: read existing binding: %w", op.Handle, err)
+	reasons := cancelled.CancellationReasons
+	if len(reasons) != 2 {
+		return InsertResult{}, false, fmt.Errorf("insert %s: bind: engine returned %d cancellation reasons, want 2", op.Handle, len(reasons))
+	}
+	switch {
+	case code(reasons[0]) == "ConditionalCheckFailed":
+		item := reasons[0].Item
+		if len(item) == 0 {
+			if item, err = s.getRaw(ctx, opPK(op.Handle)); err != nil {
+				return InsertResult{}, false, fmt.Errorf("insert %s: read existing binding: %w", op.Handle, err)
+			}
 		}
+		res, err := s.classifyAt(ctx, op, nonce, item)
+		return res, false, err
+	case code(reasons[1]) == "ConditionalCheckFailed":
+		return InsertResult{}, true, fmt.Errorf("insert %s: business key holder %s failed or was replaced meanwhile", op.Handle, holder.Handle)
+	case code(reasons[0]) == "TransactionConflict" || code(reasons[1]) == "TransactionConflict":
+		return InsertResult{}, true, fmt.Errorf("insert %s: bind: transaction conflict persisted", op.Handle)
 	}
-	return s.classifyAt(ctx, op, nonce, item)
+	return InsertResult{}, false, fmt.Errorf("insert %s: bind cancelled: %s / %s", op.Handle, code(reasons[0]), code(reasons[1]))
 }
 
 // classifyAt decides what the item already stored under op's request key

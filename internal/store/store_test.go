@@ -818,3 +818,128 @@ func TestEvidenceOnAFailedOperationIsKeptAndLeavesTheNextHoldersKeyAlone(t *test
 	require.NoError(t, err)
 	assert.Equal(t, next.Handle, holder, "closing it does not touch the fact either")
 }
+
+// afterTransactThenGet runs hook once, after the first GetItem that follows
+// the first TransactWriteItems: between an insert refused for a held
+// business key and the binding that follows the read of its holder.
+type afterTransactThenGet struct {
+	next     dynamodb.HTTPClient
+	hook     func()
+	transact atomic.Bool
+	done     atomic.Bool
+}
+
+func (c *afterTransactThenGet) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(req)
+	target := req.Header.Get("X-Amz-Target")
+	if strings.HasSuffix(target, ".TransactWriteItems") {
+		c.transact.Store(true)
+	}
+	if err == nil && strings.HasSuffix(target, ".GetItem") && c.transact.Load() && c.done.CompareAndSwap(false, true) {
+		c.hook()
+	}
+	return resp, err
+}
+
+// withdrawable is a RETRYABLE operation proven unsent: its dispatch was
+// refused before it left.
+func (f fixture) withdrawable(t *testing.T, op operation.Operation) operation.Operation {
+	t.Helper()
+	f.insert(t, op)
+	retryable, err := f.st.Transition(context.Background(), op, operation.Event{Type: operation.EventNotDispatched, At: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.True(t, retryable.EffectRuledOut())
+	return retryable
+}
+
+// The holder is withdrawn after its read and before the binding: the key
+// is not bound to a holder that failed meanwhile; the fact is free, and the
+// key's own operation is inserted.
+func TestAHolderWithdrawnBetweenItsReadAndTheBindingLetsTheKeyInsert(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728013|standard|g1"
+	holder := f.withdrawable(t, newOp(t, "client-a", "op-holder-0004", bk, "r"))
+
+	racing := &afterTransactThenGet{hook: func() {
+		_, err := f.st.Transition(ctx, holder, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(2 * time.Second)})
+		require.NoError(t, err)
+	}}
+	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) {
+		racing.next = o.HTTPClient
+		o.HTTPClient = racing
+	})
+	st, err := store.New(db, store.Config{Table: f.table})
+	require.NoError(t, err)
+
+	mine := newOp(t, "client-a", "op-after-cancel1", bk, "r")
+	res, err := st.InsertIfAbsent(ctx, mine)
+	require.NoError(t, err)
+	require.True(t, racing.done.Load(), "the holder was withdrawn inside the insert")
+	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder withdrawn before the binding")
+	assert.Equal(t, mine.Handle, res.Operation.Handle)
+}
+
+// A binding counts on its holder, and a withdrawal written after it, on a
+// version read before it, is refused by the store: the binding changed no
+// version, so the count is what the withdrawal's condition checks.
+func TestAWithdrawalWrittenAfterABindingIsRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bk := "risk_review|O20260728014|standard|g1"
+	holder := f.withdrawable(t, newOp(t, "client-a", "op-holder-0005", bk, "r"))
+	res, err := f.st.InsertIfAbsent(ctx, newOp(t, "client-b", "op-bound-00005", bk, "r"))
+	require.NoError(t, err)
+	require.Equal(t, store.BusinessKeyHeld, res.Kind)
+	assert.Equal(t, 1, res.Operation.SharedKeys)
+
+	_, err = f.st.Transition(ctx, holder, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(2 * time.Second)})
+	var stale *store.StaleError
+	require.ErrorAs(t, err, &stale, "the snapshot without the binding is stale")
+	require.NotNil(t, stale.Current)
+	assert.Equal(t, 1, stale.Current.SharedKeys)
+	stored, err := f.st.Get(ctx, holder.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateRetryable, stored.State)
+	assert.Equal(t, holder.Version, stored.Version, "a binding changes no version")
+}
+
+// A withdrawal and a binding of one holder at once: exactly one lands.
+// Either the holder is withdrawn and the other key inserts its own
+// operation, or the key is bound and the holder stays; never a key bound
+// to a withdrawn holder.
+func TestAWithdrawalAndABindingAtOnceNeverBothLand(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	withdrawn, bound := 0, 0
+	for i := range 8 {
+		bk := fmt.Sprintf("risk_review|O2026072810%d|standard|g1", i)
+		holder := f.withdrawable(t, newOp(t, "client-a", fmt.Sprintf("op-holder-race-%d", i), bk, "r"))
+		other := newOp(t, "client-b", fmt.Sprintf("op-other-race-%d", i), bk, "r")
+		var res store.InsertResult
+		var insertErr, cancelErr error
+		testsync.Race(2, func(j int) {
+			if j == 0 {
+				_, cancelErr = f.st.Transition(ctx, holder, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(2 * time.Second)})
+				return
+			}
+			res, insertErr = f.st.InsertIfAbsent(ctx, other)
+		})
+		require.NoError(t, insertErr)
+		stored, err := f.st.Get(ctx, holder.Handle)
+		require.NoError(t, err)
+		if cancelErr == nil {
+			withdrawn++
+			assert.Equal(t, operation.StateFailed, stored.State)
+			assert.Equal(t, store.Inserted, res.Kind, "round %d: the fact was free, the key inserts its own", i)
+			assert.Equal(t, other.Handle, res.Operation.Handle)
+			continue
+		}
+		bound++
+		require.ErrorIs(t, cancelErr, store.ErrStale, "round %d", i)
+		assert.Equal(t, store.BusinessKeyHeld, res.Kind, "round %d", i)
+		assert.Equal(t, operation.StateRetryable, stored.State, "round %d: a bound holder is not withdrawn", i)
+		assert.Equal(t, 1, stored.SharedKeys)
+	}
+	t.Logf("withdrawn first %d times, bound first %d times", withdrawn, bound)
+}

@@ -206,6 +206,12 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		// RETRYABLE may be claimed.
 		condition = condition.And(expression.Name("due_at").LessThanEqual(expression.Value(formatTime(ev.At))))
 	}
+	if ev.Type == operation.EventClientCancelled {
+		// A binding changes no version: this is what makes a withdrawal
+		// and a binding written at the same time exclude each other
+		// (operation.SharedKeys; bind conditions on the holder not FAILED).
+		condition = condition.And(expression.AttributeNotExists(expression.Name(attrSharedKeys)))
+	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(condition).Build()
 	if err != nil {
 		return nil, fmt.Errorf("update expression: %w", err)

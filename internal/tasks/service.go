@@ -161,7 +161,7 @@ func (s *Service) decideCancel(ctx context.Context, c tools.Caller, op operation
 	}
 	// A stale write that leaves the operation RETRYABLE (evidence recorded
 	// meanwhile) is tried again on the newer version; a few times at most.
-	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut(); attempt++ {
+	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut() && op.SharedKeys == 0; attempt++ {
 		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
 			Detail: "withdrawn by the client while proven unsent"}
 		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
@@ -219,6 +219,10 @@ func whyNotWithdrawn(op operation.Operation) string {
 	case operation.StateEscalated:
 		return "an effect may exist and an operator must resolve it; ask the operator, do not resend"
 	case operation.StateRetryable:
+		if op.SharedKeys > 0 {
+			return "another request for the same fact was answered with this operation and waits on it, " +
+				"so it is not withdrawn on one caller's word; keep polling tasks/get: the server reconciles it and never sends it twice"
+		}
 		if op.EffectRuledOut() {
 			// Still withdrawable, but every write of the withdrawal met a
 			// newer version (claims and evidence racing it).

@@ -307,9 +307,15 @@ func TestADeduplicatedCallersTaskNamesTheHolderItWasAnsweredWith(t *testing.T) {
 	require.NoError(t, err, "the deduplicated caller's task resolves to the holder")
 	assert.Equal(t, tasks.StatusWorking, got.Status)
 
-	decision, err := svc.Cancel(ctx, svc.TaskID(holder))
+	// The holder fails (its owner may not withdraw it: the deduplicated
+	// call waits on it), is removed after the retention, and its
+	// operation_id then records another operation under its handle.
+	escalated, err := ex.Transition(ctx, refusedWrite{}.Name(), holder.Operation,
+		operation.Event{Type: operation.EventRetryBudgetExhausted, At: clock.Now(), Detail: "budget spent"}, nil)
 	require.NoError(t, err)
-	require.True(t, decision.Withdrawn)
+	_, err = ex.Transition(ctx, refusedWrite{}.Name(), escalated,
+		operation.Event{Type: operation.EventOperatorFailed, At: clock.Now(), Actor: "op-olga", Detail: "provider shows no effect"}, nil)
+	require.NoError(t, err)
 	clock.Advance(time.Hour + time.Minute)
 	engine.Expire(t, st, holder.Operation.Handle)
 	again, err := ex.Submit(ctx, refusedWrite{}, alice, holderArgs, "")
@@ -481,4 +487,50 @@ func TestTasksResultWaitsWithinTheRequestsBudget(t *testing.T) {
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Contains(t, rpcErr.Message, "call tasks/result again or poll tasks/get")
 	assert.Greater(t, left, 250*time.Millisecond, "answered with the reserve still left")
+}
+
+// Another request deduplicated onto an operation waits on its outcome: its
+// owner may not withdraw it on its word, whoever the other caller is (a
+// team granted the same service, a tenant-mate, the owner's own second
+// key). The withdrawal would decide the other call's outcome, and its
+// replay would answer FAILED for a cancel it never sent.
+func TestAnOperationAnotherRequestWasDeduplicatedOntoIsNotWithdrawn(t *testing.T) {
+	st := engine.NewStore(t)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st,
+		Budget: admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: 200 * time.Millisecond, Reserve: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	family := grantedWrite{}
+	carol := tools.Caller{ClientID: "client-b", UserID: "carol", TenantID: "M1"}
+	who := alice
+	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{family}, IDs: testIDs(t, "k"), Retention: time.Hour,
+		Caller: func(context.Context) (tools.Caller, bool) { return who, true }})
+	require.NoError(t, err)
+	ctx := context.Background()
+	vis := tools.NewVisibility(family)
+	bindVisible := func(c tools.Caller) store.InsertOption {
+		return store.BindOnlyTo(func(h operation.Operation) bool { return vis.CanSee(c, h.Owner()) })
+	}
+	held, err := ex.Submit(ctx, family, alice, json.RawMessage(`{"fact":"f-shared","operation_id":"op-alice-0001"}`), "", bindVisible(alice))
+	require.NoError(t, err)
+	require.Equal(t, operation.StateRetryable, held.Operation.State)
+	carolsArgs := json.RawMessage(`{"fact":"f-shared","operation_id":"op-carol-0001"}`)
+	dup, err := ex.Submit(ctx, family, carol, carolsArgs, "", bindVisible(carol))
+	require.NoError(t, err)
+	require.True(t, dup.Deduplicated, "carol is answered with alice's operation")
+
+	decision, err := svc.Cancel(ctx, svc.TaskID(held))
+	require.NoError(t, err)
+	assert.False(t, decision.Withdrawn, "another request waits on it")
+	assert.Contains(t, decision.Reason, "another request")
+	stored, err := st.Get(ctx, held.Operation.Handle)
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateRetryable, stored.State, "nothing changed; the reconciler will still send it")
+
+	again, err := ex.Submit(ctx, family, carol, carolsArgs, "", bindVisible(carol))
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateRetryable, again.Operation.State, "carol's replay is not answered with a cancel she never sent")
+	who = carol
+	task, err := svc.Get(ctx, svc.TaskID(dup))
+	require.NoError(t, err)
+	assert.Equal(t, tasks.StatusWorking, task.Status)
 }

@@ -43,10 +43,11 @@ func TestABindingWhoseHolderExpiredNeverAnswersWithTheNextOperationUnderItsHandl
 	require.NoError(t, err)
 	require.True(t, dup.Deduplicated, "the second key is bound to the holder of f1")
 
-	// The holder is withdrawn (FAILED, proven no effect) and, after the
-	// retention, removed by TTL. Its owner then reuses its operation_id for
-	// another fact, which succeeds.
-	settle(t, st, holder.Operation.Handle, operation.EventClientCancelled)
+	// The holder fails (escalated, then failed by an operator: its owner
+	// may not withdraw it while the deduplicated key waits on it) and,
+	// after the retention, is removed by TTL. Its owner then reuses its
+	// operation_id for another fact, which succeeds.
+	settle(t, st, holder.Operation.Handle, operation.EventRetryBudgetExhausted, operation.EventOperatorFailed)
 	clock.Advance(91 * 24 * time.Hour) // the default retention, and a day
 	engine.Expire(t, st, holder.Operation.Handle)
 	ok := &scripted{}

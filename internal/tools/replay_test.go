@@ -106,13 +106,15 @@ func TestGetOperationByAKeyAnsweredByDeduplicationFindsTheHolder(t *testing.T) {
 // dropAnswers applies matching requests at the engine and then loses every
 // answer, the way a network partition after the request does.
 type dropAnswers struct {
-	next    dynamodb.HTTPClient
-	action  string
+	next   dynamodb.HTTPClient
+	action string
+	// only, when set, narrows the requests whose answers are lost.
+	only    func(*http.Request) bool
 	dropped atomic.Int32
 }
 
 func (c *dropAnswers) Do(req *http.Request) (*http.Response, error) {
-	ofOperation := enginetest.NamesOperation(req)
+	ofOperation := enginetest.NamesOperation(req) && (c.only == nil || c.only(req))
 	resp, err := c.next.Do(req)
 	if err == nil && ofOperation && strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) {
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -172,7 +174,8 @@ func TestBindingWrittenButItsAnswerLostIsStillThisKeysDeduplicatedAnswer(t *test
 	first, err := ex.Submit(context.Background(), tool, alice, factArgs("f1", "op-holder-0005"), "")
 	require.NoError(t, err)
 
-	lossy, drop := executorDroppingAnswers(t, st, "PutItem", clock)
+	lossy, drop := executorDroppingAnswers(t, st, "TransactWriteItems", clock)
+	drop.only = enginetest.WritesBinding
 	_, err = lossy.Submit(context.Background(), tool, alice, factArgs("f1", "op-second-0005"), "")
 	require.Error(t, err, "every answer to the binding was lost")
 	require.Positive(t, drop.dropped.Load())
