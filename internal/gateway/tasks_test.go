@@ -37,11 +37,17 @@ type lostAnswers struct {
 	applied bool
 	// only, when set, narrows the requests whose answers are lost.
 	only func(*http.Request) bool
-	lost atomic.Int32
+	// reads: every read of an operation (GetItem) fails too.
+	reads bool
+	lost  atomic.Int32
 }
 
 func (c *lostAnswers) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+c.action) || !enginetest.NamesOperation(req) ||
+	target := req.Header.Get("X-Amz-Target")
+	if c.reads && strings.HasSuffix(target, ".GetItem") && enginetest.NamesOperation(req) {
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	if !strings.HasSuffix(target, "."+c.action) || !enginetest.NamesOperation(req) ||
 		(c.only != nil && !c.only(req)) {
 		return c.next.Do(req)
 	}
@@ -61,10 +67,12 @@ func (c *lostAnswers) Do(req *http.Request) (*http.Response, error) {
 // lose the insert's answer (lossy), and a task service reading the table
 // with a store that does not.
 type taskWorld struct {
-	url    string
-	lossy  *lostAnswers
-	ex     *tools.Executor
-	refund *refundTool
+	url   string
+	lossy *lostAnswers
+	// taskReads loses answers to the task service's own reads.
+	taskReads *lostAnswers
+	ex        *tools.Executor
+	refund    *refundTool
 }
 
 var fiona = auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID: "M1"}
@@ -83,11 +91,19 @@ func newTaskWorld(t *testing.T) *taskWorld {
 	require.NoError(t, err)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: budget})
 	require.NoError(t, err)
+	taskDB, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	taskReads := &lostAnswers{action: "Unset"}
+	taskDB = dynamodb.New(taskDB.Options(), func(o *dynamodb.Options) { taskReads.next = o.HTTPClient; o.HTTPClient = taskReads })
+	taskStore, err := store.New(taskDB, store.Config{Table: st.Table()})
+	require.NoError(t, err)
+	taskEx, err := tools.NewExecutor(tools.ExecutorConfig{Store: taskStore, Budget: budget})
+	require.NoError(t, err)
 
 	refund := &refundTool{}
 	ids, err := tasks.NewIDs([]byte(strings.Repeat("k", 40)))
 	require.NoError(t, err)
-	svc, err := tasks.New(tasks.Config{Executor: ex, Tools: []tools.Published{refund}, IDs: ids, Caller: gateway.CallerFrom, Retention: time.Hour})
+	svc, err := tasks.New(tasks.Config{Executor: taskEx, Tools: []tools.Published{refund}, IDs: ids, Caller: gateway.CallerFrom, Retention: time.Hour})
 	require.NoError(t, err)
 	gate, err := admission.NewGate(admission.GateConfig{MaxInFlight: 2, MaxQueue: 2, MaxWait: time.Second})
 	require.NoError(t, err)
@@ -100,7 +116,7 @@ func newTaskWorld(t *testing.T) *taskWorld {
 		h.ServeHTTP(w, r.WithContext(auth.WithSubject(r.Context(), fiona)))
 	}))
 	t.Cleanup(srv.Close)
-	return &taskWorld{url: srv.URL, lossy: lossy, ex: ex, refund: refund}
+	return &taskWorld{url: srv.URL, lossy: lossy, taskReads: taskReads, ex: ex, refund: refund}
 }
 
 // post sends one JSON-RPC request at protocol version; at 2026-07-28 the
@@ -204,6 +220,29 @@ func TestOlderClientsCallWhoseInsertAnswerWasLostGetsTheTaskOfItsKey(t *testing.
 	require.Nil(t, got["error"], "the task resolves: %v", got)
 	assert.Equal(t, task["taskId"], got["result"].(map[string]any)["taskId"])
 	assert.Zero(t, w.refund.sent.Load(), "nothing was sent by the call; the reconciler sends it")
+}
+
+// The same, when the one read that would tell whether the insert applied
+// fails too: the task still names the operation the insert would have
+// recorded (its creation time is known before the insert is sent), so
+// tasks/get resolves exactly when the insert applied.
+func TestOlderClientsTaskOfAnInsertWhoseAnswerAndReadWereLostResolvesOnceRecorded(t *testing.T) {
+	w := newTaskWorld(t)
+	w.lossy.action, w.lossy.applied = "TransactWriteItems", true
+	w.taskReads.reads = true
+
+	task := createdTaskV1(t, w.post(t, "2025-11-25", "tools/call", refundCall("op-lost-unread-1", true), false))
+	require.Positive(t, w.lossy.lost.Load(), "the insert was sent and its answer lost")
+	assert.Equal(t, "working", task["status"])
+	assert.Contains(t, task["statusMessage"], "outcome is unknown")
+	op, err := w.operation(t, "op-lost-unread-1")
+	require.NoError(t, err)
+	require.Equal(t, operation.StatePending, op.State, "recorded: the reconciler will send it")
+
+	w.taskReads.reads = false
+	got := w.post(t, "2025-11-25", "tasks/get", map[string]any{"taskId": task["taskId"]}, false)
+	require.Nil(t, got["error"], "the task of a recorded operation resolves: %v", got)
+	assert.Equal(t, task["taskId"], got["result"].(map[string]any)["taskId"])
 }
 
 // The same lost answer when the insert never applied: the task says the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // The experimental Tasks of protocol 2025-11-25, for older clients: the
@@ -176,7 +177,7 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 		return nil, refusedWithoutTask(res)
 	}
 	if sl.sub.Operation.Handle == "" {
-		return s.unknownV1(ctx, sl.sub.Key), nil
+		return s.unknownV1(ctx, *sl.sub), nil
 	}
 	op := sl.sub.Operation
 	c, _ := s.cfg.Caller(ctx)
@@ -189,10 +190,14 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 
 // unknownV1 is the task of a key whose insert's answer was lost: the task
 // as the table has it if one read finds the operation, else a working
-// task that says the outcome is unknown and how to learn it (tasks/get
-// then answers "not found" exactly when nothing was recorded).
-func (s *Service) unknownV1(ctx context.Context, key operation.RequestKey) *CreateTaskResultV1 {
-	taskID := s.cfg.IDs.For(key.Handle(), time.Time{})
+// task that says the outcome is unknown and how to learn it. Its id names
+// the operation the lost insert would have recorded (sub.AttemptedAt), so
+// tasks/get resolves exactly when that insert applied, and answers "not
+// found" when it did not. (A lost binding, which answers the key with
+// another key's operation, is not named by it: that task stays unknown.)
+func (s *Service) unknownV1(ctx context.Context, sub tools.Submission) *CreateTaskResultV1 {
+	key := sub.Key
+	taskID := s.cfg.IDs.For(key.Handle(), sub.AttemptedAt)
 	if c, ok := s.cfg.Caller(ctx); ok {
 		if op, err := s.lookup(ctx, c, key.Handle()); err == nil {
 			// Recorded: the task of the operation the key resolves to.

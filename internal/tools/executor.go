@@ -154,10 +154,15 @@ type Submission struct {
 	// outcome came back, so an operation (which the reconciler will then
 	// send) or a binding to a holder may exist under Key. The caller must
 	// not be told that nothing was recorded.
-	MayExist   bool
-	Digest     string
-	Latency    time.Duration
-	ErrorClass string
+	MayExist bool
+	// AttemptedAt, with MayExist from a lost insert: the creation time of
+	// the operation that insert would have recorded, fixed before it was
+	// sent, so the operation can be named (a task id) before anyone knows
+	// whether it exists. Zero when the insert was never sent.
+	AttemptedAt time.Time
+	Digest      string
+	Latency     time.Duration
+	ErrorClass  string
 }
 
 // Submit runs one write call: domain validation, authorization, keys,
@@ -212,6 +217,9 @@ func (e *Executor) Submit(ctx context.Context, tool WriteTool, caller Caller, ar
 	if err != nil {
 		f, mayExist := insertFailure(opID, err)
 		keyed.MayExist = mayExist
+		if mayExist {
+			keyed.AttemptedAt = op.CreatedAt
+		}
 		return keyed, f
 	}
 	sub := keyed
