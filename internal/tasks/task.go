@@ -215,13 +215,20 @@ func cancelled(op operation.Operation) bool {
 
 // pollInterval follows the reconciler: the next moment anything can change
 // is the operation's due time (lease end, next probe, next retry), bounded
-// so a client neither spins nor sleeps past a change by much. An escalation
-// waits for a human: the longest interval.
+// so a client neither spins nor sleeps past a change by much. Past it, the
+// operation waits for a reconciler, the stream's at once or the next
+// sweep's (a minute apart): the interval backs off with the time overdue,
+// so a client waiting for the sweep polls a few times, not every second.
+// An escalation waits for a human: the longest interval.
 func pollInterval(op operation.Operation, tm Timing) time.Duration {
 	if op.State == operation.StateEscalated || op.DueAt.IsZero() {
 		return tm.MaxPoll
 	}
-	return min(max(op.DueAt.Sub(tm.Now), tm.MinPoll), tm.MaxPoll)
+	wait := op.DueAt.Sub(tm.Now)
+	if wait <= 0 {
+		wait = -wait
+	}
+	return min(max(wait, tm.MinPoll), tm.MaxPoll)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

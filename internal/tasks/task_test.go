@@ -78,11 +78,22 @@ func TestPollIntervalFollowsTheNextReconcilerStepWithinBounds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(8000), task.PollIntervalMs, "due at t0+10s, now t0+2s")
 
-	late := timing
-	late.Now = t0.Add(time.Hour)
-	task, err = tasks.View(unknown, "tsk_x", nil, "", late)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1000), task.PollIntervalMs, "overdue: the minimum, never zero")
+	// Overdue, it waits for a reconciler: at once if the stream takes it,
+	// else at the next sweep (a minute apart). The longer nothing came,
+	// the longer the wait: polls back off with the time overdue, from the
+	// minimum (never zero) to the maximum, instead of every second.
+	for overdue, want := range map[time.Duration]int64{
+		500 * time.Millisecond: 1000,
+		4 * time.Second:        4000,
+		20 * time.Second:       20000,
+		time.Hour:              30000,
+	} {
+		late := timing
+		late.Now = t0.Add(10*time.Second + overdue)
+		task, err = tasks.View(unknown, "tsk_x", nil, "", late)
+		require.NoError(t, err)
+		assert.Equal(t, want, task.PollIntervalMs, "overdue by %s", overdue)
+	}
 
 	escalated := walk(t, operation.EventResponseMissing, operation.EventProbeBudgetExhausted)
 	task, err = tasks.View(escalated, "tsk_x", nil, "", timing)
