@@ -201,6 +201,25 @@ func createdTaskV1(t *testing.T, reply map[string]any) map[string]any {
 	return task
 }
 
+// The Tasks extension exists from 2026-07-28 on (server/discover names
+// it); 2025-11-25 has capabilities.tasks and no extensions member, and
+// earlier revisions have no tasks at all. initialize names the extension
+// at none of them.
+func TestInitializeAtOlderRevisionsDoesNotNameTheTasksExtension(t *testing.T) {
+	w := newTaskWorld(t)
+	for _, version := range []string{"2025-06-18", "2025-11-25"} {
+		reply := w.post(t, version, "initialize", map[string]any{"protocolVersion": version,
+			"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}, false)
+		require.Nil(t, reply["error"], "%s: %v", version, reply)
+		caps := reply["result"].(map[string]any)["capabilities"].(map[string]any)
+		exts, _ := caps["extensions"].(map[string]any)
+		assert.NotContains(t, exts, tasks.Extension, "%s: %v", version, caps)
+		_, hasTasks := caps["tasks"]
+		assert.Equal(t, version == "2025-11-25", hasTasks, "%s: capabilities.tasks", version)
+		assert.Contains(t, caps, "tools")
+	}
+}
+
 // A 2025-11-25 task-augmented call whose insert applied but whose answer
 // was lost is answered with the task of the caller's key, which resolves:
 // the operation is PENDING and the reconciler will send it, so "refused,

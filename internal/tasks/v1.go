@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"strconv"
 	"time"
@@ -329,12 +330,29 @@ type initializeResultV1 struct {
 	ServerInfo      *mcp.Implementation `json:"serverInfo"`
 }
 
-// initializeV1 adds capabilities.tasks when the negotiated version is
-// 2025-11-25 (earlier revisions have no tasks).
+// initializeV1 answers initialize, which only revisions before 2026-07-28
+// have: none of them defines the Tasks extension, so it is not named
+// there (server/discover names it), and 2025-11-25 gets its own
+// capabilities.tasks instead (earlier revisions have no tasks).
 func initializeV1(res mcp.Result) (mcp.Result, error) {
 	ir, ok := res.(*mcp.InitializeResult)
-	if !ok || ir.ProtocolVersion != ProtocolV1 {
+	if !ok {
 		return res, nil
+	}
+	if ir.Capabilities != nil && ir.Capabilities.Extensions[Extension] != nil {
+		// A copy: the SDK may hand out the server's own capabilities.
+		withoutTasks := *ir.Capabilities
+		withoutTasks.Extensions = maps.Clone(ir.Capabilities.Extensions)
+		delete(withoutTasks.Extensions, Extension)
+		if len(withoutTasks.Extensions) == 0 {
+			withoutTasks.Extensions = nil
+		}
+		plain := *ir
+		plain.Capabilities = &withoutTasks
+		ir = &plain
+	}
+	if ir.ProtocolVersion != ProtocolV1 {
+		return ir, nil
 	}
 	raw, err := json.Marshal(ir.Capabilities)
 	if err != nil {
