@@ -80,25 +80,11 @@ var fiona = auth.Subject{ClientID: "finance-agent", UserID: "fiona", MerchantID:
 func newTaskWorld(t *testing.T) *taskWorld {
 	t.Helper()
 	st := engine.NewStore(t)
-	db, err := engine.Client(context.Background())
-	require.NoError(t, err)
-	lossy := &lostAnswers{action: "Unset"}
-	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { lossy.next = o.HTTPClient; o.HTTPClient = lossy })
-	lossyStore, err := store.New(db, store.Config{Table: st.Table()})
-	require.NoError(t, err)
 	budget := admission.BudgetConfig{Auth: time.Second, Store: 2 * time.Second, Downstream: time.Second, Reserve: 100 * time.Millisecond}
-	lossyEx, err := tools.NewExecutor(tools.ExecutorConfig{Store: lossyStore, Budget: budget})
-	require.NoError(t, err)
+	lossyEx, lossy := executorLosing(t, st, budget)
 	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: st, Budget: budget})
 	require.NoError(t, err)
-	taskDB, err := engine.Client(context.Background())
-	require.NoError(t, err)
-	taskReads := &lostAnswers{action: "Unset"}
-	taskDB = dynamodb.New(taskDB.Options(), func(o *dynamodb.Options) { taskReads.next = o.HTTPClient; o.HTTPClient = taskReads })
-	taskStore, err := store.New(taskDB, store.Config{Table: st.Table()})
-	require.NoError(t, err)
-	taskEx, err := tools.NewExecutor(tools.ExecutorConfig{Store: taskStore, Budget: budget})
-	require.NoError(t, err)
+	taskEx, taskReads := executorLosing(t, st, budget)
 
 	refund := &refundTool{}
 	ids, err := tasks.NewIDs([]byte(strings.Repeat("k", 40)))
@@ -117,6 +103,21 @@ func newTaskWorld(t *testing.T) *taskWorld {
 	}))
 	t.Cleanup(srv.Close)
 	return &taskWorld{url: srv.URL, lossy: lossy, taskReads: taskReads, ex: ex, refund: refund}
+}
+
+// executorLosing is an executor on st's table whose store loses the
+// answers its lostAnswers is set to lose (none at first).
+func executorLosing(t *testing.T, st *store.Store, budget admission.BudgetConfig) (*tools.Executor, *lostAnswers) {
+	t.Helper()
+	db, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	lossy := &lostAnswers{action: "Unset"}
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { lossy.next = o.HTTPClient; o.HTTPClient = lossy })
+	lossyStore, err := store.New(db, store.Config{Table: st.Table()})
+	require.NoError(t, err)
+	ex, err := tools.NewExecutor(tools.ExecutorConfig{Store: lossyStore, Budget: budget})
+	require.NoError(t, err)
+	return ex, lossy
 }
 
 // post sends one JSON-RPC request at protocol version; at 2026-07-28 the

@@ -579,18 +579,19 @@ func TestHolderFailingBetweenTheRefusedInsertAndTheBindingLetsTheKeyInsert(t *te
 		_, err := f.st.Transition(ctx, holder, operation.Event{Type: operation.EventBusinessRejected, At: t0.Add(time.Second)})
 		require.NoError(t, err)
 	}}
-	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) {
-		racing.next = o.HTTPClient
-		o.HTTPClient = racing
-	})
-	st, err := store.New(db, store.Config{Table: f.table})
-	require.NoError(t, err)
+	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { racing.next = next; return racing })
+	insertsItsOwn(t, st, newOp(t, "client-a", "op-after-fail-1", bk, "r"), &racing.done)
+}
 
-	mine := newOp(t, "client-a", "op-after-fail-1", bk, "r")
-	res, err := st.InsertIfAbsent(ctx, mine)
+// insertsItsOwn inserts mine through st, whose wrapper made its holder fail
+// inside the insert (hooked says it did), and requires mine's own
+// operation: a key is never bound to a holder proven without effect.
+func insertsItsOwn(t *testing.T, st *store.Store, mine operation.Operation, hooked *atomic.Bool) {
+	t.Helper()
+	res, err := st.InsertIfAbsent(context.Background(), mine)
 	require.NoError(t, err)
-	require.True(t, racing.done.Load(), "the holder failed inside the insert")
-	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder already proven without effect")
+	require.True(t, hooked.Load(), "the holder failed inside the insert")
+	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder proven without effect")
 	assert.Equal(t, mine.Handle, res.Operation.Handle)
 }
 
@@ -865,19 +866,8 @@ func TestAHolderWithdrawnBetweenItsReadAndTheBindingLetsTheKeyInsert(t *testing.
 		_, err := f.st.Transition(ctx, holder, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(2 * time.Second)})
 		require.NoError(t, err)
 	}}
-	db := dynamodb.New(f.db.Options(), func(o *dynamodb.Options) {
-		racing.next = o.HTTPClient
-		o.HTTPClient = racing
-	})
-	st, err := store.New(db, store.Config{Table: f.table})
-	require.NoError(t, err)
-
-	mine := newOp(t, "client-a", "op-after-cancel1", bk, "r")
-	res, err := st.InsertIfAbsent(ctx, mine)
-	require.NoError(t, err)
-	require.True(t, racing.done.Load(), "the holder was withdrawn inside the insert")
-	assert.Equal(t, store.Inserted, res.Kind, "a key is never bound to a holder withdrawn before the binding")
-	assert.Equal(t, mine.Handle, res.Operation.Handle)
+	st := f.storeThrough(t, func(next dynamodb.HTTPClient) dynamodb.HTTPClient { racing.next = next; return racing })
+	insertsItsOwn(t, st, newOp(t, "client-a", "op-after-cancel1", bk, "r"), &racing.done)
 }
 
 // A binding counts on its holder, and a withdrawal written after it, on a
