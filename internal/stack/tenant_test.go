@@ -226,7 +226,8 @@ func TestAuditRecordsTellTwoTenantsOfOneSubjectApart(t *testing.T) {
 // Item: a caller of another tenant who holds a task id (its call was
 // deduplicated onto the operation, which its grant lets it see) may read
 // the task but not withdraw the operation: seeing is not owning. Only the
-// operation's own end user (tenant and subject) or an operator cancels it.
+// operation's own end user (tenant and subject) or an operator cancels it,
+// and not while another request waits on it, as this one does.
 func TestAnotherTenantsTaskMayBeReadButNotCancelled(t *testing.T) {
 	clock := newTestClock()
 	env := map[string]string{"INTENTGATE_DEPLOY_GRANTS": stack.DeployGrants + ";team-platform=payments-api"}
@@ -286,8 +287,14 @@ func TestAnotherTenantsTaskMayBeReadButNotCancelled(t *testing.T) {
 	still := decodeTask(t, getTask(t, h.MCPURLs[0], danaTok, danas.TaskID))
 	assert.Contains(t, still.StatusMessage, "RETRYABLE", "nothing was withdrawn")
 
+	// Nor may Dana now: Sam's call was answered with her operation and
+	// waits on it, and her withdrawal would answer his replay FAILED for a
+	// cancel he never sent.
 	ack := cancelDecision(t, rpc(t, h.MCPURLs[0], danaTok, "tasks/cancel", danas.TaskID, map[string]any{"taskId": danas.TaskID}, true))
-	assert.Equal(t, true, ack["withdrawn"], "the operation's own end user withdraws it: %v", ack)
+	assert.Equal(t, false, ack["withdrawn"], "another tenant's call waits on it: %v", ack)
+	assert.Contains(t, ack["reason"], "another request")
+	again := decodeTask(t, getTask(t, h.MCPURLs[0], samTok, sams.TaskID))
+	assert.Contains(t, again.StatusMessage, "RETRYABLE", "Sam's task is not cancelled by Dana")
 }
 
 // At 2025-11-25 too, seeing is not owning, and the answer to a caller who

@@ -213,22 +213,29 @@ func cancelled(op operation.Operation) bool {
 	return false
 }
 
-// pollInterval follows the reconciler: the next moment anything can change
-// is the operation's due time (lease end, next probe, next retry), bounded
-// so a client neither spins nor sleeps past a change by much. Past it, the
-// operation waits for a reconciler, the stream's at once or the next
-// sweep's (a minute apart): the interval backs off with the time overdue,
-// so a client waiting for the sweep polls a few times, not every second.
-// An escalation waits for a human: the longest interval.
+// pollInterval is what a client is told to wait between polls. It follows
+// the reconciler (nextLook); past the due time the operation waits for a
+// reconciler, the stream's at once or the next sweep's (a minute apart),
+// so the interval backs off with the time overdue, within the same bounds:
+// a client waiting for the sweep polls a few times, not every second.
 func pollInterval(op operation.Operation, tm Timing) time.Duration {
+	if overdue := tm.Now.Sub(op.DueAt); !op.DueAt.IsZero() && overdue > 0 && op.State != operation.StateEscalated {
+		return min(max(overdue, tm.MinPoll), tm.MaxPoll)
+	}
+	return nextLook(op, tm)
+}
+
+// nextLook is when to read the operation again: the next moment anything
+// can change is its due time (lease end, next probe, next retry), bounded
+// so a reader neither spins nor sleeps past a change by much; overdue, the
+// shortest wait. An escalation waits for a human: the longest. tasks/result
+// waits this way within its one request, where a change must be seen
+// before the request's budget ends.
+func nextLook(op operation.Operation, tm Timing) time.Duration {
 	if op.State == operation.StateEscalated || op.DueAt.IsZero() {
 		return tm.MaxPoll
 	}
-	wait := op.DueAt.Sub(tm.Now)
-	if wait <= 0 {
-		wait = -wait
-	}
-	return min(max(wait, tm.MinPoll), tm.MaxPoll)
+	return min(max(op.DueAt.Sub(tm.Now), tm.MinPoll), tm.MaxPoll)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -296,7 +296,7 @@ func (s *Service) Result(ctx context.Context, taskID string) (*mcp.CallToolResul
 			res.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": taskID}}
 			return res, nil
 		}
-		pause := min(pollInterval(op, s.timing()), time.Until(deadline))
+		pause := min(nextLook(op, s.timing()), time.Until(deadline))
 		if pause > 0 {
 			timer := time.NewTimer(pause)
 			select {
