@@ -36,12 +36,6 @@ type Operation struct {
 	DuplicateResources int
 	Escalation         string // why an operator is needed
 
-	// SharedKeys counts the other request keys answered with this
-	// operation by deduplication (the store's bindings): each of those
-	// calls waits on its outcome. It is kept beside the state machine,
-	// not in it: a binding changes no state and no version.
-	SharedKeys int
-
 	// DueAt is when the reconciler must look again: lease expiry (PENDING),
 	// next probe (UNKNOWN) or next_retry_at (RETRYABLE). Zero when settled.
 	DueAt          time.Time
@@ -143,12 +137,6 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		// The withdrawal releases the business fact on the caller's word:
 		// only an operation that can have no effect, now or later, may be.
 		return Operation{}, fmt.Errorf("%w: %s may still have an effect at the provider", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
-	}
-	if ev.Type == EventClientCancelled && op.SharedKeys > 0 {
-		// One caller's word cannot decide another's call: a request
-		// deduplicated onto this operation would be answered FAILED for a
-		// cancel it never sent.
-		return Operation{}, fmt.Errorf("%w: %s answers %d other request(s) too", &TransitionError{From: op.State, Event: ev.Type}, op.Handle, op.SharedKeys)
 	}
 	ev.From, ev.To = op.State, to
 	if ev.Outcome == "" {

@@ -490,22 +490,6 @@ func TestOnlyAnOperationWhoseEveryDispatchIsRuledOutMayBeWithdrawn(t *testing.T)
 	}
 }
 
-// A withdrawal is the caller's word about its own call: an operation that
-// also answers another request (deduplicated onto it) is not withdrawn,
-// however proven unsent it is.
-func TestAnOperationThatAnswersAnotherRequestIsNotWithdrawn(t *testing.T) {
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	op, err := newOp(t).Apply(operation.Event{Type: operation.EventNotDispatched, At: at(1)})
-	require.NoError(t, err)
-	require.True(t, op.EffectRuledOut())
-	op.SharedKeys = 1
-	_, err = op.Apply(operation.Event{Type: operation.EventClientCancelled, At: at(2)})
-	assert.ErrorIs(t, err, operation.ErrIllegalTransition)
-	op.SharedKeys = 0
-	_, err = op.Apply(operation.Event{Type: operation.EventClientCancelled, At: at(2)})
-	assert.NoError(t, err)
-}
-
 // Evidence journalled on an ESCALATED operation adds to what the operator
 // reads; it does not replace why the operator was called (an incident, a
 // clock beyond the bound), which every answer about the operation shows.

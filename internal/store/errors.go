@@ -19,6 +19,10 @@ var (
 	// attempt of it was a transaction the engine cancelled whole; nothing
 	// of it is in the table.
 	ErrNotWritten = errors.New("nothing was written")
+	// ErrShared: a client's withdrawal refused because other request keys
+	// were answered with the operation (bound to it) and wait on it too.
+	// Nothing was written.
+	ErrShared = errors.New("other requests were answered with this operation")
 )
 
 // StaleError carries the operation as the engine returned it when the

@@ -27,7 +27,8 @@ const (
 	attrVersion = "version"
 	attrJournal = "journal"
 	attrHolder  = "operation_pk"
-	// attrSharedKeys counts the bindings to an operation (operation.SharedKeys).
+	// attrSharedKeys, on a business key's item, counts the request keys
+	// bound to its holder (store.bind).
 	attrSharedKeys = "shared_keys"
 	attrCreatedAt  = "created_at"
 )
@@ -79,18 +80,15 @@ type opItem struct {
 	Receipt            string            `dynamodbav:"receipt,omitempty"`
 	DuplicateResources int               `dynamodbav:"duplicate_resources"`
 	Escalation         string            `dynamodbav:"escalation,omitempty"`
-	// SharedKeys is added to by each binding's write and never set by a
-	// transition, so the two never overwrite each other.
-	SharedKeys     int      `dynamodbav:"shared_keys,omitempty"`
-	DueAt          string   `dynamodbav:"due_at,omitempty"`
-	LastDispatchAt string   `dynamodbav:"last_dispatch_at,omitempty"`
-	CreatedAt      string   `dynamodbav:"created_at"`
-	UpdatedAt      string   `dynamodbav:"updated_at"`
-	Journal        []string `dynamodbav:"journal"`
-	InsertNonce    string   `dynamodbav:"insert_nonce"`
-	GSI1PK         string   `dynamodbav:"gsi1pk,omitempty"`
-	GSI1SK         string   `dynamodbav:"gsi1sk,omitempty"`
-	ExpiresAt      int64    `dynamodbav:"expires_at,omitempty"`
+	DueAt              string            `dynamodbav:"due_at,omitempty"`
+	LastDispatchAt     string            `dynamodbav:"last_dispatch_at,omitempty"`
+	CreatedAt          string            `dynamodbav:"created_at"`
+	UpdatedAt          string            `dynamodbav:"updated_at"`
+	Journal            []string          `dynamodbav:"journal"`
+	InsertNonce        string            `dynamodbav:"insert_nonce"`
+	GSI1PK             string            `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK             string            `dynamodbav:"gsi1sk,omitempty"`
+	ExpiresAt          int64             `dynamodbav:"expires_at,omitempty"`
 }
 
 // bkItem is the claim on a business fact.
@@ -99,7 +97,12 @@ type bkItem struct {
 	Kind        string `dynamodbav:"kind"`
 	Holder      string `dynamodbav:"operation_pk"`
 	BusinessKey string `dynamodbav:"business_key"`
-	CreatedAt   string `dynamodbav:"created_at"`
+	CreatedAt   string `dynamodbav:"created_at"` // the holder's
+	// SharedKeys counts the other request keys bound to the holder: each
+	// of those calls waits on it too, so its owner may not withdraw it. It
+	// lives here, not on the operation, so bindings never contend with
+	// the holder's own writes (dispatcher, reconciler).
+	SharedKeys int `dynamodbav:"shared_keys,omitempty"`
 }
 
 // kindBinding marks a bindingItem; operation items are "operation".
@@ -176,7 +179,7 @@ func fromItem(it opItem) (operation.Operation, error) {
 		State: operation.State(it.State), Outcome: operation.Outcome(it.Outcome), Version: it.Version,
 		RetryCount: it.RetryCount, ProbeCount: it.ProbeCount,
 		ClientTimeouts: it.ClientTimeouts, ResourceID: it.ResourceID, Receipt: it.Receipt,
-		DuplicateResources: it.DuplicateResources, Escalation: it.Escalation, SharedKeys: it.SharedKeys,
+		DuplicateResources: it.DuplicateResources, Escalation: it.Escalation,
 	}
 	if !op.State.Valid() {
 		return operation.Operation{}, fmt.Errorf("item %s: unknown state %q", it.PK, it.State)

@@ -284,12 +284,16 @@ func (s *Store) decodeInsertCancel(ctx context.Context, op operation.Operation, 
 
 // bind records that op's request key was answered with holder: a binding
 // item at the key's own pk, conditioned on attribute_not_exists(pk) like an
-// insert, and in the same transaction one more shared key on the holder
-// (operation.SharedKeys), conditioned on the holder being the operation
-// read and not FAILED. So a binding and a withdrawal of the holder written
-// at once exclude each other (the withdrawal's condition: no shared keys),
-// and no key is bound to a holder that failed since it was read: retry is
-// then true, and the insert is tried anew on a fact that may be free. Two
+// insert, and in the same transaction one more shared key on the business
+// key's item, conditioned on that item still naming this holder (created
+// at the same instant). A FAILED holder has released its business key, so
+// a binding and a withdrawal of the holder written at once exclude each
+// other (the withdrawal's release needs no shared keys), and no key is
+// bound to a holder that failed since it was read: retry is then true, and
+// the insert is tried anew on a fact that may be free. The count is kept
+// on the business key's item, which only inserts of the same fact and the
+// release write, so bindings never contend with the holder's own writes
+// (its dispatcher, a reconciler). Two
 // keys deduplicated onto one holder at once write two items; two calls
 // with one key race on one item, and the loser is classified against the
 // winner's digest. A binding whose write applied but whose answer was lost
@@ -308,11 +312,10 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 	if err != nil {
 		return InsertResult{}, false, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
 	}
-	holderLive, err := expression.NewBuilder().
+	stillHeld, err := expression.NewBuilder().
 		WithUpdate(expression.Add(expression.Name(attrSharedKeys), expression.Value(1))).
-		WithCondition(expression.AttributeExists(expression.Name(attrPK)).
-			And(expression.Name(attrCreatedAt).Equal(expression.Value(formatTime(holder.CreatedAt)))).
-			And(expression.Name(attrState).NotEqual(expression.Value(string(operation.StateFailed))))).
+		WithCondition(expression.Name(attrHolder).Equal(expression.Value(opPK(holder.Handle))).
+			And(expression.Name(attrCreatedAt).Equal(expression.Value(formatTime(holder.CreatedAt))))).
 		Build()
 	if err != nil {
 		return InsertResult{}, false, fmt.Errorf("insert %s: bind: %w", op.Handle, err)
@@ -322,13 +325,12 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 			{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: av,
 				ConditionExpression: absent.Condition(), ExpressionAttributeNames: absent.Names(),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Update: &types.Update{TableName: aws.String(s.cfg.Table), Key: pkKey(opPK(holder.Handle)),
-				UpdateExpression: holderLive.Update(), ConditionExpression: holderLive.Condition(),
-				ExpressionAttributeNames: holderLive.Names(), ExpressionAttributeValues: holderLive.Values()}},
+			{Update: &types.Update{TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(holder.Key.Tool, holder.BusinessKey)),
+				UpdateExpression: stillHeld.Update(), ConditionExpression: stillHeld.Condition(),
+				ExpressionAttributeNames: stillHeld.Names(), ExpressionAttributeValues: stillHeld.Values()}},
 		},
 	})
 	if err == nil {
-		holder.SharedKeys++
 		return InsertResult{Kind: BusinessKeyHeld, Operation: holder}, false, nil
 	}
 	var cancelled *types.TransactionCanceledException
@@ -350,7 +352,7 @@ func (s *Store) bind(ctx context.Context, op, holder operation.Operation, nonce 
 		res, err := s.classifyAt(ctx, op, nonce, item)
 		return res, false, err
 	case code(reasons[1]) == "ConditionalCheckFailed":
-		return InsertResult{}, true, fmt.Errorf("insert %s: business key holder %s failed or was replaced meanwhile", op.Handle, holder.Handle)
+		return InsertResult{}, true, fmt.Errorf("insert %s: business key no longer held by %s (it failed meanwhile)", op.Handle, holder.Handle)
 	case code(reasons[0]) == "TransactionConflict" || code(reasons[1]) == "TransactionConflict":
 		return InsertResult{}, true, fmt.Errorf("insert %s: bind: transaction conflict persisted", op.Handle)
 	}

@@ -870,28 +870,32 @@ func TestAHolderWithdrawnBetweenItsReadAndTheBindingLetsTheKeyInsert(t *testing.
 	insertsItsOwn(t, st, newOp(t, "client-a", "op-after-cancel1", bk, "r"), &racing.done)
 }
 
-// A binding counts on its holder, and a withdrawal written after it, on a
-// version read before it, is refused by the store: the binding changed no
-// version, so the count is what the withdrawal's condition checks.
+// A binding counts on the business key's item, and a withdrawal of the
+// holder written after it is refused by the store (ErrShared), nothing
+// written. The binding wrote nothing on the holder: its version and its
+// item are as they were, so the holder's own writers never met it.
 func TestAWithdrawalWrittenAfterABindingIsRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	bk := "risk_review|O20260728014|standard|g1"
 	holder := f.withdrawable(t, newOp(t, "client-a", "op-holder-0005", bk, "r"))
+	before := f.rawItem(t, "op#"+holder.Handle)
 	res, err := f.st.InsertIfAbsent(ctx, newOp(t, "client-b", "op-bound-00005", bk, "r"))
 	require.NoError(t, err)
 	require.Equal(t, store.BusinessKeyHeld, res.Kind)
-	assert.Equal(t, 1, res.Operation.SharedKeys)
+	assert.Equal(t, before, f.rawItem(t, "op#"+holder.Handle), "the binding leaves the holder's item alone")
 
 	_, err = f.st.Transition(ctx, holder, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(2 * time.Second)})
-	var stale *store.StaleError
-	require.ErrorAs(t, err, &stale, "the snapshot without the binding is stale")
-	require.NotNil(t, stale.Current)
-	assert.Equal(t, 1, stale.Current.SharedKeys)
+	require.ErrorIs(t, err, store.ErrShared)
 	stored, err := f.st.Get(ctx, holder.Handle)
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateRetryable, stored.State)
-	assert.Equal(t, holder.Version, stored.Version, "a binding changes no version")
+	assert.Equal(t, holder.Version, stored.Version)
+
+	// Any other way to FAILED still releases the fact: the binding only
+	// holds the owner's word back.
+	_, err = f.st.Transition(ctx, stored, operation.Event{Type: operation.EventRetryBudgetExhausted, At: t0.Add(3 * time.Second)})
+	require.NoError(t, err)
 }
 
 // A withdrawal and a binding of one holder at once: exactly one lands.
@@ -926,10 +930,9 @@ func TestAWithdrawalAndABindingAtOnceNeverBothLand(t *testing.T) {
 			continue
 		}
 		bound++
-		require.ErrorIs(t, cancelErr, store.ErrStale, "round %d", i)
+		require.ErrorIs(t, cancelErr, store.ErrShared, "round %d", i)
 		assert.Equal(t, store.BusinessKeyHeld, res.Kind, "round %d", i)
 		assert.Equal(t, operation.StateRetryable, stored.State, "round %d: a bound holder is not withdrawn", i)
-		assert.Equal(t, 1, stored.SharedKeys)
 	}
 	t.Logf("withdrawn first %d times, bound first %d times", withdrawn, bound)
 }

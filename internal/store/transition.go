@@ -79,7 +79,8 @@ func (s *Store) Transition(ctx context.Context, current operation.Operation, ev 
 // nothing: its key went when it failed, and may be another's by now.
 func (s *Store) writeTransition(ctx context.Context, current, next operation.Operation, update *types.Update) error {
 	if next.State == operation.StateFailed && current.State != operation.StateFailed {
-		return s.transitionReleasingBusinessKey(ctx, current, update)
+		withdrawal := next.Journal[len(next.Journal)-1].Type == operation.EventClientCancelled
+		return s.transitionReleasingBusinessKey(ctx, current, update, withdrawal)
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.cfg.Table), Key: update.Key,
@@ -123,20 +124,30 @@ func ownWrite(stored, next operation.Operation) bool {
 }
 
 // transitionReleasingBusinessKey records FAILED and deletes the business
-// key in one transaction, so a proven no-effect never keeps blocking its fact.
-func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current operation.Operation, update *types.Update) error {
-	heldByCurrent, err := expression.NewBuilder().WithCondition(expression.Or(
+// key in one transaction, so a proven no-effect never keeps blocking its
+// fact. A client's withdrawal also needs no other key bound to the holder
+// (shared_keys on the business key's item, which bind adds to under the
+// condition that the item still names the holder): of a binding and a
+// withdrawal written at once exactly one lands, and a refused withdrawal
+// is ErrShared.
+func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current operation.Operation, update *types.Update, withdrawal bool) error {
+	held := expression.Or(
 		expression.AttributeNotExists(expression.Name(attrPK)),
 		expression.Name(attrHolder).Equal(expression.Value(opPK(current.Handle))),
-	)).Build()
+	)
+	if withdrawal {
+		held = held.And(expression.AttributeNotExists(expression.Name(attrSharedKeys)))
+	}
+	heldByCurrent, err := expression.NewBuilder().WithCondition(held).Build()
 	if err != nil {
 		return fmt.Errorf("business key condition: %w", err)
 	}
 	bkItem := types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(s.cfg.Table), Key: pkKey(bkPK(current.Key.Tool, current.BusinessKey)),
-		ConditionExpression:       heldByCurrent.Condition(),
-		ExpressionAttributeNames:  heldByCurrent.Names(),
-		ExpressionAttributeValues: heldByCurrent.Values(),
+		ConditionExpression:                 heldByCurrent.Condition(),
+		ExpressionAttributeNames:            heldByCurrent.Names(),
+		ExpressionAttributeValues:           heldByCurrent.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
 	update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
@@ -151,6 +162,9 @@ func (s *Store) transitionReleasingBusinessKey(ctx context.Context, current oper
 		return staleFrom(current.Handle, reasons[0].Item)
 	}
 	if len(reasons) == 2 && code(reasons[1]) == "ConditionalCheckFailed" {
+		if withdrawal && stringAttr(reasons[1].Item, attrHolder) == opPK(current.Handle) {
+			return fmt.Errorf("withdrawal of %s: %w", current.Handle, ErrShared)
+		}
 		return fmt.Errorf("business key %q is not held by %s: %w", current.BusinessKey, current.Handle, ErrHolderMissing)
 	}
 	return err
@@ -205,12 +219,6 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 		// The claim rule (docs/design.md, State machine): only a due
 		// RETRYABLE may be claimed.
 		condition = condition.And(expression.Name("due_at").LessThanEqual(expression.Value(formatTime(ev.At))))
-	}
-	if ev.Type == operation.EventClientCancelled {
-		// A binding changes no version: this is what makes a withdrawal
-		// and a binding written at the same time exclude each other
-		// (operation.SharedKeys; bind conditions on the holder not FAILED).
-		condition = condition.And(expression.AttributeNotExists(expression.Name(attrSharedKeys)))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(condition).Build()
 	if err != nil {

@@ -161,7 +161,7 @@ func (s *Service) decideCancel(ctx context.Context, c tools.Caller, op operation
 	}
 	// A stale write that leaves the operation RETRYABLE (evidence recorded
 	// meanwhile) is tried again on the newer version; a few times at most.
-	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut() && op.SharedKeys == 0; attempt++ {
+	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut(); attempt++ {
 		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
 			Detail: "withdrawn by the client while proven unsent"}
 		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
@@ -169,6 +169,10 @@ func (s *Service) decideCancel(ctx context.Context, c tools.Caller, op operation
 		switch {
 		case terr == nil:
 			return s.decided(ctx, c, next, Cancellation{Withdrawn: true, State: next.State}), nil
+		case errors.Is(terr, store.ErrShared):
+			// Another request for the same fact was answered with this
+			// operation (the store counts them with the business key).
+			return s.decided(ctx, c, op, Cancellation{State: op.State, Reason: sharedReason}), nil
 		case errors.As(terr, &stale):
 			// Someone moved it first: a claim (now possibly in flight),
 			// another cancel, or new evidence.
@@ -204,6 +208,11 @@ func mayWithdraw(c tools.Caller, op operation.Operation) (why string, ok bool) {
 	return "only the end user who requested the operation, or an operator, may withdraw it; keep polling tasks/get", false
 }
 
+// sharedReason: the withdrawal was refused because another request for the
+// same fact was answered with the operation (store.ErrShared).
+const sharedReason = "another request for the same fact was answered with this operation and waits on it, " +
+	"so it is not withdrawn on one caller's word; keep polling tasks/get: the server reconciles it and never sends it twice"
+
 // whyNotWithdrawn explains why op cannot be withdrawn and what to do
 // instead.
 func whyNotWithdrawn(op operation.Operation) string {
@@ -219,10 +228,6 @@ func whyNotWithdrawn(op operation.Operation) string {
 	case operation.StateEscalated:
 		return "an effect may exist and an operator must resolve it; ask the operator, do not resend"
 	case operation.StateRetryable:
-		if op.SharedKeys > 0 {
-			return "another request for the same fact was answered with this operation and waits on it, " +
-				"so it is not withdrawn on one caller's word; keep polling tasks/get: the server reconciles it and never sends it twice"
-		}
 		if op.EffectRuledOut() {
 			// Still withdrawable, but every write of the withdrawal met a
 			// newer version (claims and evidence racing it).
