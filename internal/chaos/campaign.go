@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, ExcusedByKey: map[string]int{}, RiskByHandle: map[string][]string{},
-		MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack,
+		TicketOrigins: map[string]string{}, MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack,
 		GateMaxInFlight: cfg.MaxInFlight, GateMaxQueue: cfg.MaxQueue}
 	for i := range cells {
 		ev.Ops = append(ev.Ops, records[i]...)
@@ -152,6 +153,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		for k, v := range evidence[i].riskByHandle {
 			ev.RiskByHandle[k] = v
 		}
+		maps.Copy(ev.TicketOrigins, evidence[i].ticketOrigins)
 		for k, v := range evidence[i].maxInFlight {
 			ev.MaxInFlight[k] = v
 			ev.InFlightCap[k] = evidence[i].inFlightCap
@@ -185,8 +187,11 @@ type cellEvidence struct {
 	byKey        map[string][]string
 	excused      map[string]int
 	riskByHandle map[string][]string
-	maxInFlight  map[string]int
-	inFlightCap  int
+	// ticketOrigins: how each ticket on a target with more than one came
+	// to be (cell-qualified ticket id).
+	ticketOrigins map[string]string
+	maxInFlight   map[string]int
+	inFlightCap   int
 }
 
 // campaign runs a cell's plans with its workers while the reconciler
@@ -268,7 +273,7 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 // gather takes every known operation's final state (the reads of the
 // quiet phase, updated by the operator) and reads the providers' records.
 func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([]OpRecord, cellEvidence, error) {
-	ce := cellEvidence{byKey: map[string][]string{}, excused: map[string]int{}, riskByHandle: map[string][]string{}, maxInFlight: map[string]int{}}
+	ce := cellEvidence{byKey: map[string][]string{}, excused: map[string]int{}, riskByHandle: map[string][]string{}, ticketOrigins: map[string]string{}, maxInFlight: map[string]int{}}
 	var out []OpRecord
 	for h, p := range handles.m {
 		r := OpRecord{Cell: c.idx, Handle: h, Persona: p.persona.Name, Tenant: p.persona.Merchant, ClientID: p.persona.ClientID,
@@ -309,7 +314,8 @@ func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([
 		}
 	}
 	ts := c.release.Stats()
-	for target := range ts.TicketsByTarget {
+	origins := c.release.Origins()
+	for target, n := range ts.TicketsByTarget {
 		parts := strings.SplitN(target, "/", 3)
 		if len(parts) != 3 {
 			continue
@@ -320,6 +326,11 @@ func (c *cell) gather(ctx context.Context, handles *handleSet, reads opReads) ([
 			return nil, ce, err
 		}
 		ce.byKey[cellKey(c.idx, "ticket|"+target)] = ids
+		if n > 1 {
+			for _, id := range ids {
+				ce.ticketOrigins[cellKey(c.idx, id)] = origins[id].String()
+			}
+		}
 	}
 	for target, n := range ts.BrokenPromisesByTarget {
 		ce.excused[cellKey(c.idx, "ticket|"+target)] = n

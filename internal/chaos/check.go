@@ -62,6 +62,10 @@ type Evidence struct {
 	ExcusedByKey map[string]int
 	// RiskByHandle: risk reviews created with the handle as request key.
 	RiskByHandle map[string][]string
+	// TicketOrigins: how the Release simulator came to commit each ticket
+	// of a target that has more than one (cell-qualified ticket id), for
+	// the report of a broken invariant 1.
+	TicketOrigins map[string]string
 	// MaxInFlight per cell and provider ("0/risk"), and its cap.
 	MaxInFlight   map[string]int
 	InFlightCap   map[string]int
@@ -785,10 +789,51 @@ func PrintViolation(w io.Writer, ev Evidence, v Violation) {
 	if rec != nil && rec.Final != nil {
 		fmt.Fprintf(w, "  final: v%d %s %s resource=%s duplicates=%d escalation=%q\n  journal:\n", rec.Final.Version, rec.Final.State, rec.Final.Outcome, rec.Final.ResourceID, rec.Final.DuplicateResources, rec.Final.Escalation)
 		for _, e := range rec.Final.Journal {
-			fmt.Fprintf(w, "    %s %s %s->%s %s %s %s\n", e.At.Format("15:04:05.000"), e.Type, e.From, e.To, e.Result, e.ResourceID, e.Detail)
+			fmt.Fprintf(w, "    %s\n", journalLine(e))
 		}
 		fmt.Fprintf(w, "  provider effects for %s: %v\n", rec.EffectKey, ev.EffectsByKey[cellKey(rec.Cell, rec.EffectKey)])
 	}
+	if v.Invariant == InvOneEffect && rec != nil {
+		printBusinessKey(w, ev, *rec)
+	}
+}
+
+// printBusinessKey writes, for a business key with more than one effect,
+// how the provider came to make each (tickets) and every other operation
+// the campaign stored on the key, with its calls and final journal: the
+// second effect is one of theirs or a broken promise, and the report
+// should say which without a replay.
+func printBusinessKey(w io.Writer, ev Evidence, rec OpRecord) {
+	for _, id := range ev.EffectsByKey[cellKey(rec.Cell, rec.EffectKey)] {
+		if origin, ok := ev.TicketOrigins[cellKey(rec.Cell, id)]; ok {
+			fmt.Fprintf(w, "  %s: %s\n", id, origin)
+		}
+	}
+	for _, other := range ev.Ops {
+		if other.Cell != rec.Cell || other.EffectKey != rec.EffectKey || other.Final == nil || other.Handle == rec.Handle {
+			continue
+		}
+		fmt.Fprintf(w, "  also on this business key: %s by %s operation_id %s (key holder %q)\n", other.Handle, other.Persona, other.OperationID, other.BusinessKeyHolder)
+		for _, c := range ev.History.Calls {
+			if c.Cell == rec.Cell && c.Handle == other.Handle {
+				fmt.Fprintf(w, "    #%d %s %s %s operation_id=%s -> code=%s status=%s dedup=%v\n", c.Seq, c.Start.Format("15:04:05.000"), c.Persona, c.Tool, c.OperationID, c.Code, c.Status, c.Deduplicated)
+			}
+		}
+		fmt.Fprintf(w, "    final: v%d %s %s resource=%s\n", other.Final.Version, other.Final.State, other.Final.Outcome, other.Final.ResourceID)
+		for _, e := range other.Final.Journal {
+			fmt.Fprintf(w, "      %s\n", journalLine(e))
+		}
+	}
+}
+
+// journalLine is one journal event for a report; times are the writer's
+// clock (skewed under -skew), the commit deadline is the dispatcher's.
+func journalLine(e operation.Event) string {
+	line := fmt.Sprintf("%s %s %s->%s %s %s %s", e.At.Format("15:04:05.000"), e.Type, e.From, e.To, e.Result, e.ResourceID, e.Detail)
+	if !e.CommitDeadline.IsZero() {
+		line += " commit_deadline=" + e.CommitDeadline.UTC().Format("15:04:05.000")
+	}
+	return line
 }
 
 func argsName(args map[string]any, handle string) bool {

@@ -554,3 +554,31 @@ func TestCheckerFlagsABusinessKeyHeldByAFailedOperationOrFreedUnderALiveOne(t *t
 	}
 	require.True(t, found, "a FAILED operation still holding its business key is flagged")
 }
+
+// A business key with two tickets is reported with how the provider came
+// to make each and every other operation stored on the key, so the second
+// ticket can be told apart (a broken promise, or the server's second
+// create) from the report alone.
+func TestAViolationOfOneEffectPrintsEveryTicketsOriginAndEveryOperationOnTheKey(t *testing.T) {
+	ev := ticketIncidentEvidence("", 0)
+	op := *ev.Ops[0].Final
+	op.Journal = op.Journal[:6]
+	op.Journal[1].CommitDeadline = t0.Add(25 * time.Second)
+	op.State, op.Outcome, op.Version, op.DuplicateResources = operation.StateSucceeded, operation.OutcomeCommittedAndVerified, 5, 0
+	ev.Ops[0].Final = &op
+	other := op
+	other.Handle, other.State, other.ResourceID = "op_other", operation.StateFailed, ""
+	other.Journal = []operation.Event{{Type: operation.EventIntentRecorded, At: t0.Add(-time.Minute), To: operation.StatePending}}
+	ev.Ops = append(ev.Ops, OpRecord{Cell: 0, Handle: "op_other", Persona: "DEPLOYER", Tool: toolTicket, OperationID: "op-00000009",
+		EffectKey: ev.Ops[0].EffectKey, Final: &other, BusinessKeyHolder: ev.Ops[0].Handle})
+	ev.TicketOrigins = map[string]string{"0/ticket-1": "commit_late_beyond_deadline, arrived 12:00:00.000, promise broken", "0/ticket-2": "no fault"}
+
+	vs := Check(ev)
+	require.Contains(t, invariantsOf(vs), InvOneEffect)
+	var out bytes.Buffer
+	PrintViolation(&out, ev, vs[0])
+	require.Contains(t, out.String(), "ticket-1: commit_late_beyond_deadline, arrived 12:00:00.000, promise broken")
+	require.Contains(t, out.String(), "ticket-2: no fault")
+	require.Contains(t, out.String(), "also on this business key: op_other by DEPLOYER operation_id op-00000009")
+	require.Contains(t, out.String(), "commit_deadline=12:00:25.000")
+}

@@ -244,3 +244,34 @@ func TestAnAimedPartialSearchWaitsForTwoTicketsToHideOne(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, found.Tickets, 2, "once")
 }
+
+func TestEveryTicketsOriginNamesTheFaultAndWhetherItBrokeThePromise(t *testing.T) {
+	f := newFixture(t, 0, 200*time.Millisecond)
+	arrived := f.clock.Now()
+	deadline := lateCommit(t, f, releaseapi.CreateCommitLateBeyondDeadline, 3000)
+	f.clock.Advance(13 * time.Second)
+	plain, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err)
+
+	origins := f.sim.Origins()
+	require.Len(t, origins, 2)
+	late := origins["ticket-9001"]
+	assert.Equal(t, releaseapi.CreateCommitLateBeyondDeadline, late.Fault)
+	assert.True(t, late.Broken, "it landed past the deadline it carried")
+	assert.Equal(t, arrived, late.Arrived)
+	require.NotNil(t, late.CommitDeadline)
+	assert.Equal(t, deadline, *late.CommitDeadline)
+	assert.Contains(t, late.String(), "promise broken")
+	assert.Equal(t, releaseapi.Origin{Arrived: f.clock.Now()}, origins[plain.TicketID], "a create that drew no fault and carried no deadline")
+}
+
+func TestDuplicateThenDropsSecondTicketNamesTheFirst(t *testing.T) {
+	f := newFixture(t, 0, 200*time.Millisecond)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{Create: []releaseapi.CreateFault{{Mode: releaseapi.CreateDuplicateThenDrop, Times: 1}}}))
+	_, err := f.client.CreateTicket(context.Background(), payments)
+	require.Error(t, err)
+
+	origins := f.sim.Origins()
+	assert.False(t, origins["ticket-9001"].Broken)
+	assert.Equal(t, releaseapi.Origin{Fault: releaseapi.CreateDuplicateThenDrop, Arrived: f.clock.Now(), Broken: true, AfterTicket: "ticket-9001"}, origins["ticket-9002"])
+}

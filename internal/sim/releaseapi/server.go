@@ -53,6 +53,7 @@ type Server struct {
 	lateOverrun     time.Duration
 	lateCommits     []lateCommit    // queued by the late-commit faults
 	onResend        []createRequest // held by commit_on_resend until the next create for their target
+	origins         map[string]Origin
 	counters        Stats
 }
 
@@ -107,6 +108,7 @@ func (s *Server) resetLocked() {
 	s.lateOverrun = DefaultLateCommitOverrun
 	s.lateCommits = nil
 	s.onResend = nil
+	s.origins = map[string]Origin{}
 	s.counters = Stats{TicketsByTarget: make(map[string]int), BrokenPromisesByTarget: make(map[string]int)}
 }
 

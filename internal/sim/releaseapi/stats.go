@@ -1,6 +1,10 @@
 package releaseapi
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+	"time"
+)
 
 // Stats is what GET /_sim/stats reports. Counters start at zero on Reset.
 type Stats struct {
@@ -45,4 +49,51 @@ func (s *Server) Stats() Stats {
 	snapshot.MaxInFlight = s.traffic.MaxInFlight()
 	snapshot.ForeignAuthorizationSeen = s.traffic.ForeignAuthorizationSeen()
 	return snapshot
+}
+
+// Origin is how a ticket came to be: the create that made it, as this
+// simulator saw it. A fault campaign prints it beside a business key with
+// more than one ticket, so a second ticket can be told apart as the
+// simulator's broken promise or the server's second create.
+type Origin struct {
+	// Fault is the create mode the create drew ("" for none).
+	Fault CreateMode
+	// Arrived is the provider's clock when the create arrived;
+	// CommitDeadline the bound it carried (nil: none).
+	Arrived        time.Time
+	CommitDeadline *time.Time
+	// Broken: the ticket broke the simulator's promise (a late commit past
+	// its deadline, duplicate_then_drop's second ticket).
+	Broken bool
+	// AfterTicket is the ticket whose commit released this one
+	// (commit_on_resend) or that it duplicates (duplicate_then_drop).
+	AfterTicket string
+}
+
+// String is one line for a report.
+func (o Origin) String() string {
+	fault := string(o.Fault)
+	if fault == "" {
+		fault = "no fault"
+	}
+	out := fmt.Sprintf("%s, arrived %s", fault, o.Arrived.Format("15:04:05.000"))
+	if o.CommitDeadline != nil {
+		out += ", deadline " + o.CommitDeadline.UTC().Format("15:04:05.000")
+	}
+	if o.AfterTicket != "" {
+		out += ", after " + o.AfterTicket
+	}
+	if o.Broken {
+		out += ", promise broken"
+	}
+	return out
+}
+
+// Origins returns the provenance of every ticket committed since the
+// last Reset, by ticket id; late commits that are due are committed first.
+func (s *Server) Origins() map[string]Origin {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.materializeLocked()
+	return maps.Clone(s.origins)
 }

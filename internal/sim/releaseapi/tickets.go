@@ -36,6 +36,12 @@ type createRequest struct {
 	// answers 422 commit_deadline_passed instead. Optional: without it the
 	// provider promises nothing.
 	CommitDeadline *time.Time `json:"commit_deadline,omitempty"`
+
+	// arrived is the provider's clock when the create arrived; fault is
+	// the create mode it drew (empty: none). Neither is on the wire: they
+	// are the ticket's provenance (Origin).
+	arrived time.Time
+	fault   CreateMode
 }
 
 type searchResponse struct {
@@ -90,6 +96,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		fault = s.createFaults.Next()
 	}
 	overrun := s.lateOverrun
+	req.arrived, req.fault = s.clock().UTC(), fault
 	s.mu.Unlock()
 	if fault == CreateCommitOnResend {
 		s.mu.Lock()
@@ -127,7 +134,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.commitHeldForResend(ticket)
 	if fault == CreateDuplicateThenDrop {
-		extra := s.commit(req)
+		extra := s.commitDuplicate(req, ticket)
 		s.mu.Lock()
 		s.counters.BrokenPromisesByTarget[extra.Target()]++
 		s.mu.Unlock()
@@ -148,7 +155,7 @@ func (s *Server) commitByDeadline(req createRequest) (Ticket, bool) {
 	if req.CommitDeadline != nil && s.clock().After(*req.CommitDeadline) {
 		return Ticket{}, false
 	}
-	return s.commitLocked(req, s.clock().UTC()), true
+	return s.commitLocked(req, s.clock().UTC(), Origin{}), true
 }
 
 // commitHeldForResend commits every create commit_on_resend held for the
@@ -163,20 +170,22 @@ func (s *Server) commitHeldForResend(made Ticket) {
 			continue
 		}
 		now := s.clock()
-		t := s.commitLocked(held, now.UTC())
-		if held.CommitDeadline != nil && now.After(*held.CommitDeadline) {
+		broken := held.CommitDeadline != nil && now.After(*held.CommitDeadline)
+		t := s.commitLocked(held, now.UTC(), Origin{Broken: broken, AfterTicket: made.TicketID})
+		if broken {
 			s.counters.BrokenPromisesByTarget[t.Target()]++
 		}
 	}
 	s.onResend = kept
 }
 
-// commit creates a ticket. There is deliberately no dedupe of any kind.
-func (s *Server) commit(req createRequest) Ticket {
+// commitDuplicate creates duplicate_then_drop's second ticket for the
+// create that made first. There is deliberately no dedupe of any kind.
+func (s *Server) commitDuplicate(req createRequest, first Ticket) Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.materializeLocked()
-	return s.commitLocked(req, s.clock().UTC())
+	return s.commitLocked(req, s.clock().UTC(), Origin{Broken: true, AfterTicket: first.TicketID})
 }
 
 // scheduleLateCommit queues req to commit later: at its commit deadline
@@ -216,14 +225,14 @@ func (s *Server) materializeLocked() {
 	s.lateCommits = kept
 	slices.SortStableFunc(due, func(a, b lateCommit) int { return a.at.Compare(b.at) })
 	for _, lc := range due {
-		t := s.commitLocked(lc.req, lc.at.UTC())
+		t := s.commitLocked(lc.req, lc.at.UTC(), Origin{Broken: lc.broken})
 		if lc.broken {
 			s.counters.BrokenPromisesByTarget[t.Target()]++
 		}
 	}
 }
 
-func (s *Server) commitLocked(req createRequest, at time.Time) Ticket {
+func (s *Server) commitLocked(req createRequest, at time.Time, origin Origin) Ticket {
 	s.lastNumber++
 	t := Ticket{
 		TicketID:    fmt.Sprintf("ticket-%d", s.lastNumber),
@@ -235,6 +244,8 @@ func (s *Server) commitLocked(req createRequest, at time.Time) Ticket {
 		CreatedAt:   at,
 	}
 	s.tickets = append(s.tickets, t)
+	origin.Fault, origin.Arrived, origin.CommitDeadline = req.fault, req.arrived, req.CommitDeadline
+	s.origins[t.TicketID] = origin
 	s.counters.TicketsCommitted++
 	s.counters.TicketsByTarget[t.Target()]++
 	return t
