@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/intentgate/intentgate/internal/admission"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+	"github.com/intentgate/intentgate/internal/tools"
 )
 
 // ResourceURL is the audience every token of a campaign is minted for.
@@ -162,6 +164,13 @@ func (c *Config) Validate() error {
 	}
 	if c.LateCommitOverrun <= 0 {
 		errs = append(errs, errors.New("late-commit-overrun must be positive"))
+	}
+	// A promise broken by more than the duplicate audit's grace is one the
+	// design says it cannot see (docs/design.md, "The duplicate audit"):
+	// the checker would report it as the server's.
+	budget := admission.BudgetConfig{Auth: c.BudgetAuth, Store: c.BudgetStore, Downstream: c.BudgetDownstream, Reserve: c.BudgetReserve}
+	if grace := tools.AuditGraceFor(tools.LeaseFor(budget, tools.DefaultLeaseMargin), c.SkewBound); c.LateCommitOverrun >= grace {
+		errs = append(errs, fmt.Errorf("late-commit-overrun must be below the duplicate audit's grace (the lease and the skew bound: %s), got %s", grace, c.LateCommitOverrun))
 	}
 	if c.Stream && c.StreamIdleWait <= 0 {
 		errs = append(errs, errors.New("stream-idle-wait must be positive"))

@@ -300,6 +300,11 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	if source == "" {
 		source = family.Name()
 	}
+	// The promise bounds late commits at the horizon; the audit looks its
+	// grace further, for a create that breaks the promise, the re-send's
+	// included.
+	coverage := s.cfg.Executor.AuditCoverage(op)
+	graceCovered := rec.IdempotentCreate || !found.IndexedThrough.Before(coverage)
 	var ev operation.Event
 	switch why := s.skewExceeded(op, found, before, now); {
 	case why != "":
@@ -311,20 +316,25 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 			Duplicates: len(found.Matches),
 			Detail: fmt.Sprintf("incident: duplicate audit found %d matching effects [%s]%s; escalated to %s; nothing deleted or chosen",
 				len(found.Matches), strings.Join(found.Matches, ", "), approvalNote(op), s.cfg.Operator)}
-	case err == nil && found.Authoritative && (rec.IdempotentCreate || found.LateCommitsBounded):
+	case err == nil && found.Authoritative && (rec.IdempotentCreate || found.LateCommitsBounded && graceCovered):
 		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultOneExactMatch,
-			Detail: joinDetail(found.Detail, "duplicate audit clean: one effect past the commit horizon")}
+			Detail: joinDetail(found.Detail, "duplicate audit clean: one effect past the commit horizon and the audit's grace")}
 	case op.ProbeCount+1 >= rec.ProbeBudget:
 		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator,
 			Detail: fmt.Sprintf("escalated to %s: duplicate audit could not complete after %d searches%s",
 				s.cfg.Operator, op.ProbeCount+1, approvalNote(op))}
 	default:
-		detail := found.Detail
+		detail, readyIn := found.Detail, found.ReadyIn
 		if err != nil {
 			detail = "lookup failed: " + tools.ErrorDetail(err)
 		}
+		if err == nil && found.Authoritative && !graceCovered && !found.IndexedThrough.IsZero() {
+			readyIn = max(readyIn, coverage.Sub(found.IndexedThrough))
+			detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (the commit horizon plus the audit's grace %s)",
+				coverage.UTC().Format(time.RFC3339Nano), s.cfg.Executor.AuditGrace()))
+		}
 		next := now.Add(s.wait(op.ProbeCount))
-		if ready := now.Add(min(found.ReadyIn, backoffCap)); ready.After(next) {
+		if ready := now.Add(min(readyIn, backoffCap)); ready.After(next) {
 			next = ready
 		}
 		ev = operation.Event{Type: operation.EventAuditDeferred, Source: source, Result: ResultNotFoundUnproven,

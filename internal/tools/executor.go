@@ -66,7 +66,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	if cfg.LeaseMargin == 0 {
-		cfg.LeaseMargin = 2 * time.Second
+		cfg.LeaseMargin = DefaultLeaseMargin
 	}
 	if cfg.NotDispatchedDelay == 0 {
 		cfg.NotDispatchedDelay = time.Second
@@ -99,9 +99,24 @@ func (e *Executor) CommitDeadline(leaseUntil time.Time) time.Time {
 	return leaseUntil.Add(e.cfg.ClockSkewBound)
 }
 
+// DefaultLeaseMargin is ExecutorConfig.LeaseMargin when unset.
+const DefaultLeaseMargin = 2 * time.Second
+
 // Lease is how long a dispatcher holds a PENDING operation.
 func (e *Executor) Lease() time.Duration {
-	return e.cfg.Budget.Downstream + 2*e.cfg.Budget.Store + e.cfg.LeaseMargin
+	return LeaseFor(e.cfg.Budget, e.cfg.LeaseMargin)
+}
+
+// LeaseFor is the PENDING lease of a dispatcher with budget b and margin:
+// the downstream call and a store write either side of it.
+func LeaseFor(b admission.BudgetConfig, margin time.Duration) time.Duration {
+	return b.Downstream + 2*b.Store + margin
+}
+
+// AuditGraceFor is the duplicate audit's grace (Executor.AuditGrace) of a
+// dispatcher with lease and clock skew bound.
+func AuditGraceFor(lease, skewBound time.Duration) time.Duration {
+	return lease + skewBound
 }
 
 // Budget is the deadline budget every call and dispatch runs under.
@@ -492,17 +507,35 @@ func (e *Executor) FirstProbeAt(op operation.Operation, rec Recovery) time.Time 
 
 // AuditAt is when the duplicate audit of op's latest dispatch is due: after
 // a re-send to a provider without request idempotency, once the commit
-// horizon of every dispatch has passed plus the family's settle window (the
-// provider's index lag). Zero when no audit is needed.
+// horizon of every dispatch plus the audit's grace (AuditGrace) has passed,
+// and the family's settle window (the provider's index lag) after that.
+// Zero when no audit is needed.
 func (e *Executor) AuditAt(op operation.Operation, rec Recovery) time.Time {
 	if rec.IdempotentCreate || op.Attempts() < 2 {
 		return time.Time{}
 	}
+	return e.AuditCoverage(op).Add(rec.SettleWindow)
+}
+
+// AuditGrace is how far past the commit horizon the duplicate audit looks:
+// a provider that breaks its promise by less is still caught. It is the
+// lease and the clock skew bound, the least a first dispatch's late commit
+// is given before the re-send's own horizon, so a re-send's broken promise
+// is given as much; looking only at the horizon would leave a re-send that
+// commits late to be found after the audit had called the operation clean.
+func (e *Executor) AuditGrace() time.Duration {
+	return AuditGraceFor(e.Lease(), e.cfg.ClockSkewBound)
+}
+
+// AuditCoverage is the instant, by the provider's clock, a duplicate
+// audit's search watermark must reach to be conclusive: op's commit
+// horizon plus AuditGrace (from now when a dispatch carried no deadline).
+func (e *Executor) AuditCoverage(op operation.Operation) time.Time {
 	horizon, ok := op.CommitHorizon()
 	if !ok {
 		horizon = e.cfg.Clock()
 	}
-	return horizon.Add(rec.SettleWindow)
+	return horizon.Add(e.AuditGrace())
 }
 
 // ErrEvidenceNotJournalled: a dispatcher that lost its race held a verified

@@ -70,6 +70,12 @@ type ProbeResult struct {
 	// ProviderTime is the provider's clock when it answered, if it said:
 	// the reconciler bounds the skew against its own clock with it.
 	ProviderTime time.Time
+	// IndexedThrough is the provider's search watermark (its clock) for an
+	// answer from a search that hides nothing: every effect committed by
+	// then is in it. Zero when the answer is not a search, or is
+	// incomplete. The duplicate audit needs it past the commit horizon
+	// plus its grace (Executor.AuditCoverage).
+	IndexedThrough time.Time
 }
 
 // Recovery is a family's reconciliation policy.

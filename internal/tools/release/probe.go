@@ -76,6 +76,9 @@ func (f *Family) Probe(ctx context.Context, op operation.Operation) (tools.Probe
 		coverBy = later(coverBy, horizon)
 	}
 	covered := found.Covers(coverBy)
+	if found.Complete && dropped == 0 {
+		res.IndexedThrough = found.IndexedThrough
+	}
 	res.Authoritative = covered && dropped == 0
 	res.LateCommitsBounded = bounded && res.Authoritative
 	if !covered && found.Complete {
