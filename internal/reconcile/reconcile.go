@@ -302,9 +302,10 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	}
 	// The promise bounds late commits at the horizon; the audit looks its
 	// grace further, for a create that breaks the promise, the re-send's
-	// included.
+	// included. (Without a bound there is no horizon to look past, and no
+	// clean audit either.)
 	coverage := s.cfg.Executor.AuditCoverage(op)
-	graceCovered := rec.IdempotentCreate || !found.IndexedThrough.Before(coverage)
+	graceCovered := rec.IdempotentCreate || !found.LateCommitsBounded || !found.IndexedThrough.Before(coverage)
 	var ev operation.Event
 	switch why := s.skewExceeded(op, found, before, now); {
 	case why != "":
@@ -328,7 +329,7 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 		if err != nil {
 			detail = "lookup failed: " + tools.ErrorDetail(err)
 		}
-		if err == nil && found.Authoritative && !graceCovered && !found.IndexedThrough.IsZero() {
+		if err == nil && !graceCovered {
 			readyIn = max(readyIn, coverage.Sub(found.IndexedThrough))
 			detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (the commit horizon plus the audit's grace %s)",
 				coverage.UTC().Format(time.RFC3339Nano), s.cfg.Executor.AuditGrace()))
