@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/sim/releaseapi"
+	"github.com/intentgate/intentgate/internal/testclock"
 )
 
 // Both creates of one operation break the provider's promise: the first
@@ -79,4 +81,42 @@ func TestADuplicateAuditWaitsForTheIndexToCoverItsGrace(t *testing.T) {
 	assert.Equal(t, operation.StateEscalated, got.State, "journal: %+v", got.Journal)
 	assert.Equal(t, operation.OutcomeIncidentMultipleEffects, got.Outcome)
 	assert.True(t, journalHas(got, "duplicate_audit_deferred"), "the lagging answer was not taken as clean: %+v", got.Journal)
+}
+
+// The grace is counted on the provider's clock, the one that honours the
+// deadlines and stamps the watermark: dispatcher, reconciler and provider
+// clocks apart by up to the bound do not let a re-send's broken promise
+// (10 s, the campaign's) slip past the audit.
+func TestAResendsBrokenPromiseIsCaughtWhateverTheClocksWithinTheBound(t *testing.T) {
+	const bound = 10 * time.Second
+	for _, sk := range []struct{ d, r, p time.Duration }{
+		{-10 * time.Second, 0, 0}, {10 * time.Second, 0, 0},
+		{0, -10 * time.Second, 0}, {0, 10 * time.Second, 0},
+		{0, 0, -10 * time.Second}, {0, 0, 10 * time.Second},
+		{-5 * time.Second, 5 * time.Second, -5 * time.Second}, {5 * time.Second, -5 * time.Second, 5 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("dispatcher%+ds_reconciler%+ds_provider%+ds", int(sk.d.Seconds()), int(sk.r.Seconds()), int(sk.p.Seconds())), func(t *testing.T) {
+			f := newReleaseFixture(t, releaseOptions{lag: 200 * time.Millisecond, skew: bound,
+				clocks: clocks{base: testclock.New(t0), dispatcher: sk.d, reconciler: sk.r, provid: sk.p}})
+			op := f.submitWithFault(t, releaseapi.CreateCommitLateBeyondDeadline, 10*time.Second)
+			require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
+				Create:              []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateBeyondDeadline, Times: 1}},
+				LateCommitOverrunMS: 10_000,
+			}))
+
+			got := f.drive(t, op.Handle)
+
+			if f.tickets() == 1 {
+				// A reconciler behind the provider probes later by the
+				// provider's clock: the first create's late commit is
+				// already indexed, found, and nothing is re-sent.
+				assert.Equal(t, 1, f.sim.Stats().CreateCalls)
+				assert.Equal(t, operation.StateSucceeded, got.State, "journal: %+v", got.Journal)
+				return
+			}
+			require.Equal(t, 2, f.tickets())
+			assert.Equal(t, operation.StateEscalated, got.State, "journal: %+v", got.Journal)
+			assert.Equal(t, operation.OutcomeIncidentMultipleEffects, got.Outcome)
+		})
+	}
 }
