@@ -26,12 +26,7 @@ func TestAResendThatBreaksItsPromiseIsCaughtByTheDuplicateAudit(t *testing.T) {
 	for _, overrun := range []time.Duration{4 * time.Second, 10 * time.Second, 15 * time.Second} {
 		t.Run(overrun.String(), func(t *testing.T) {
 			f := newReleaseFixture(t, releaseOptions{lag: 200 * time.Millisecond, skew: 10 * time.Second})
-			op := f.submitWithFault(t, releaseapi.CreateCommitLateBeyondDeadline, 10*time.Second)
-			require.Equal(t, operation.StateUnknown, op.State)
-			require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
-				Create:              []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateBeyondDeadline, Times: 1}},
-				LateCommitOverrunMS: int(overrun / time.Millisecond),
-			}))
+			op := f.submitTwoBrokenPromises(t, overrun)
 
 			got := f.drive(t, op.Handle)
 
@@ -52,11 +47,7 @@ func TestAResendThatBreaksItsPromiseIsCaughtByTheDuplicateAudit(t *testing.T) {
 // calling the operation clean.
 func TestADuplicateAuditWaitsForTheIndexToCoverItsGrace(t *testing.T) {
 	f := newReleaseFixture(t, releaseOptions{lag: 200 * time.Millisecond, skew: 10 * time.Second})
-	op := f.submitWithFault(t, releaseapi.CreateCommitLateBeyondDeadline, 10*time.Second)
-	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
-		Create:              []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateBeyondDeadline, Times: 1}},
-		LateCommitOverrunMS: 10_000,
-	}))
+	op := f.submitTwoBrokenPromises(t, 10*time.Second)
 	ctx := context.Background()
 	for step := 0; ; step++ {
 		require.Less(t, step, 30)
@@ -98,11 +89,7 @@ func TestAResendsBrokenPromiseIsCaughtWhateverTheClocksWithinTheBound(t *testing
 		t.Run(fmt.Sprintf("dispatcher%+ds_reconciler%+ds_provider%+ds", int(sk.d.Seconds()), int(sk.r.Seconds()), int(sk.p.Seconds())), func(t *testing.T) {
 			f := newReleaseFixture(t, releaseOptions{lag: 200 * time.Millisecond, skew: bound,
 				clocks: clocks{base: testclock.New(t0), dispatcher: sk.d, reconciler: sk.r, provid: sk.p}})
-			op := f.submitWithFault(t, releaseapi.CreateCommitLateBeyondDeadline, 10*time.Second)
-			require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
-				Create:              []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateBeyondDeadline, Times: 1}},
-				LateCommitOverrunMS: 10_000,
-			}))
+			op := f.submitTwoBrokenPromises(t, 10*time.Second)
 
 			got := f.drive(t, op.Handle)
 
@@ -119,4 +106,18 @@ func TestAResendsBrokenPromiseIsCaughtWhateverTheClocksWithinTheBound(t *testing
 			assert.Equal(t, operation.OutcomeIncidentMultipleEffects, got.Outcome)
 		})
 	}
+}
+
+// submitTwoBrokenPromises sends the first create under
+// commit_late_beyond_deadline (10 s past its deadline) and arms the same
+// fault, overrun past the deadline, for the next create: the re-send.
+func (f releaseFixture) submitTwoBrokenPromises(t *testing.T, overrun time.Duration) operation.Operation {
+	t.Helper()
+	op := f.submitWithFault(t, releaseapi.CreateCommitLateBeyondDeadline, 10*time.Second)
+	require.Equal(t, operation.StateUnknown, op.State)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
+		Create:              []releaseapi.CreateFault{{Mode: releaseapi.CreateCommitLateBeyondDeadline, Times: 1}},
+		LateCommitOverrunMS: int(overrun / time.Millisecond),
+	}))
+	return op
 }
