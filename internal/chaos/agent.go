@@ -67,6 +67,10 @@ type plan struct {
 	otherIDSrc string // TenantSharedIDs: reuse this operation_id of another tenant or tenant-mate
 }
 
+// faultTwice suffixes a Release create mode aimed at a plan's target for
+// its next two creates: the first and the re-send.
+const faultTwice = "twice"
+
 var (
 	riskCreateModes = []riskapi.CreateMode{riskapi.CreateDropResponseAfterCommit, riskapi.CreateTimeoutBeforeCommit,
 		riskapi.CreateError500BeforeCommit, riskapi.CreateError500AfterCommit, riskapi.CreateReject}
@@ -123,7 +127,18 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				} else {
 					mode := ticketModes[rng.IntN(len(ticketModes))]
 					p.provFault = "release:" + string(mode)
-					if committedUnheard[mode] && rng.IntN(2) == 0 {
+					switch {
+					case mode == releaseapi.CreateCommitLateBeyondDeadline && rng.IntN(2) == 0:
+						// Both creates of one operation break the promise:
+						// the first after the probe proved it absent, the
+						// re-send after its own deadline, where only a
+						// duplicate audit looking past the horizon sees it.
+						// Aimed at a commit of its own, so both creates are
+						// this plan's.
+						p.provFault += ":" + faultTwice
+						commit = fmt.Sprintf("%040x", 0xdef0000+cell*100000+i)
+						p.args["commit"], p.changed["commit"] = commit, commit
+					case committedUnheard[mode] && rng.IntN(2) == 0:
 						// Two faults on one operation: its create committed
 						// (once or twice) unheard, and the probe's first
 						// search then fails or hides a ticket. On a commit

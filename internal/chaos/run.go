@@ -167,6 +167,10 @@ func (c *cell) armProviderFault(p plan) {
 		err = c.risk.SetFaults(riskapi.Faults{Create: []riskapi.CreateFault{{Mode: riskapi.CreateMode(parts[1]), Times: 1}}, LatencyMS: latency})
 	case p.tool == toolRisk:
 		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
+	case len(parts) == 3 && parts[2] == faultTwice: // release:<create>:twice, aimed at this plan's target's next two creates
+		target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"])
+		err = c.release.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{target: releaseapi.CreateMode(parts[1])},
+			CreateForTargetTimes: map[string]int{target: 2}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 4: // release:<create>:search:<search>, both aimed at this plan's target
 		target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"])
 		err = c.release.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{target: releaseapi.CreateMode(parts[1])},

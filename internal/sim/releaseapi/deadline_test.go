@@ -221,6 +221,28 @@ func TestACreateFaultAimedAtATargetHitsTheNextCreateForItOnly(t *testing.T) {
 	require.Error(t, f.sim.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{paymentsTarget: "sometimes"}}))
 }
 
+// Aimed twice, a fault hits a create and the re-send after it: the way a
+// campaign makes one operation break the promise on both of its creates.
+func TestACreateFaultAimedTwiceHitsTheNextTwoCreatesForItsTarget(t *testing.T) {
+	f := newFixture(t, 0, time.Second)
+	require.NoError(t, f.sim.SetFaults(releaseapi.Faults{
+		CreateForTarget:      map[string]releaseapi.CreateMode{paymentsTarget: releaseapi.CreateReject},
+		CreateForTargetTimes: map[string]int{paymentsTarget: 2},
+	}))
+	for range 2 {
+		_, err := f.client.CreateTicket(context.Background(), payments)
+		require.Error(t, err, "aimed")
+	}
+	_, err := f.client.CreateTicket(context.Background(), payments)
+	require.NoError(t, err, "twice, no more")
+
+	require.Error(t, f.sim.SetFaults(releaseapi.Faults{CreateForTargetTimes: map[string]int{paymentsTarget: 2}}), "times for a target nothing is aimed at")
+	require.Error(t, f.sim.SetFaults(releaseapi.Faults{
+		CreateForTarget:      map[string]releaseapi.CreateMode{paymentsTarget: releaseapi.CreateReject},
+		CreateForTargetTimes: map[string]int{paymentsTarget: 0},
+	}))
+}
+
 // An aimed partial search hides one ticket of two: while its target has
 // fewer (the index may lag the creates) searches see everything and the
 // fault waits.

@@ -99,6 +99,10 @@ type Faults struct {
 	// CreateForTarget aims a create fault at one target the same way: the
 	// next create for exactly it gets the mode, before the create queue.
 	CreateForTarget map[string]CreateMode `json:"create_for_target,omitempty"`
+	// CreateForTargetTimes is how many creates in a row for the target
+	// draw its aimed mode (default 1): 2 aims it at a create and at the
+	// re-send that follows it.
+	CreateForTargetTimes map[string]int `json:"create_for_target_times,omitempty"`
 	// DropSearchForTarget drops every aimed fault (search and create) not
 	// used yet, before this call's aimed faults are added.
 	DropSearchForTarget bool `json:"drop_search_for_target,omitempty"`
@@ -140,6 +144,11 @@ func (s *Server) SetFaults(f Faults) error {
 			return fmt.Errorf("create_for_target %s: %w", target, err)
 		}
 	}
+	for target, n := range f.CreateForTargetTimes {
+		if _, aimed := f.CreateForTarget[target]; !aimed || n < 1 {
+			return fmt.Errorf("create_for_target_times %s: must be positive and name a target of create_for_target, got %d", target, n)
+		}
+	}
 	lag := s.defaultLag
 	if f.SearchLagMS != nil {
 		if lag, err = simhttp.Milliseconds("search_lag_ms", *f.SearchLagMS); err != nil {
@@ -169,7 +178,7 @@ func (s *Server) SetFaults(f Faults) error {
 		s.searchForTarget[target] = mode
 	}
 	for target, mode := range f.CreateForTarget {
-		s.createForTarget[target] = mode
+		s.createForTarget[target] = aimedCreate{mode: mode, left: max(1, f.CreateForTargetTimes[target])}
 	}
 	s.searchLag = lag
 	s.latency = latency

@@ -47,7 +47,7 @@ type Server struct {
 	// searchForTarget are search faults aimed at one target each.
 	searchForTarget map[string]SearchMode
 	// createForTarget are create faults aimed at one target each.
-	createForTarget map[string]CreateMode
+	createForTarget map[string]aimedCreate
 	searchLag       time.Duration
 	latency         time.Duration
 	lateOverrun     time.Duration
@@ -55,6 +55,13 @@ type Server struct {
 	onResend        []createRequest // held by commit_on_resend until the next create for their target
 	origins         map[string]Origin
 	counters        Stats
+}
+
+// aimedCreate is a create fault aimed at one target: the next left creates
+// for it draw mode.
+type aimedCreate struct {
+	mode CreateMode
+	left int
 }
 
 // New returns an empty Release API simulator.
@@ -102,7 +109,7 @@ func (s *Server) resetLocked() {
 	s.createFaults = simhttp.Queue[CreateMode]{}
 	s.searchFaults = simhttp.Queue[SearchMode]{}
 	s.searchForTarget = map[string]SearchMode{}
-	s.createForTarget = map[string]CreateMode{}
+	s.createForTarget = map[string]aimedCreate{}
 	s.searchLag = s.defaultLag
 	s.latency = 0
 	s.lateOverrun = DefaultLateCommitOverrun

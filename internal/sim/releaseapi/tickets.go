@@ -89,9 +89,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	target := req.Service + "/" + req.Commit + "/" + req.Environment
-	fault, aimed := s.createForTarget[target]
-	if aimed {
-		delete(s.createForTarget, target)
+	var fault CreateMode
+	if aim, aimed := s.createForTarget[target]; aimed {
+		fault = aim.mode
+		if aim.left--; aim.left > 0 {
+			s.createForTarget[target] = aim
+		} else {
+			delete(s.createForTarget, target)
+		}
 	} else {
 		fault = s.createFaults.Next()
 	}
