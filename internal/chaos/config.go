@@ -123,7 +123,7 @@ func Default() Config {
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
 		BudgetAuth: 500 * time.Millisecond, BudgetStore: 3 * time.Second, BudgetDownstream: 800 * time.Millisecond,
 		BudgetReserve: time.Second, RiskSettleWindow: 500 * time.Millisecond, ReleaseSearchLag: 200 * time.Millisecond,
-		SweepEvery: 10 * time.Second, DueShards: 16, QuietStep: time.Minute, MaxQuietSweeps: 80,
+		SweepEvery: 5 * time.Second, DueShards: 16, QuietStep: time.Minute, MaxQuietSweeps: 80,
 		OverloadSlack: 2 * time.Second,
 		Skew:          5 * time.Second, SkewBound: 10 * time.Second, TenantSharedIDs: true,
 		LateCommits: true, LateCommitOverrun: releaseapi.DefaultLateCommitOverrun, Stream: true, StreamIdleWait: time.Second,
