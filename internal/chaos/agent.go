@@ -127,26 +127,27 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				} else {
 					mode := ticketModes[rng.IntN(len(ticketModes))]
 					p.provFault = "release:" + string(mode)
+					// ownCommit gives the plan a commit no other plan draws,
+					// so every create for its target is its own (a held fact
+					// would deduplicate it) and so is every search.
+					ownCommit := func() {
+						commit = fmt.Sprintf("%040x", 0xdef0000+cell*100000+i)
+						p.args["commit"], p.changed["commit"] = commit, commit
+					}
 					switch {
 					case mode == releaseapi.CreateCommitLateBeyondDeadline && rng.IntN(2) == 0:
 						// Both creates of one operation break the promise:
 						// the first after the probe proved it absent, the
 						// re-send after its own deadline, where only a
 						// duplicate audit looking past the horizon sees it.
-						// Aimed at a commit of its own, so both creates are
-						// this plan's.
 						p.provFault += ":" + faultTwice
-						commit = fmt.Sprintf("%040x", 0xdef0000+cell*100000+i)
-						p.args["commit"], p.changed["commit"] = commit, commit
+						ownCommit()
 					case committedUnheard[mode] && rng.IntN(2) == 0:
 						// Two faults on one operation: its create committed
 						// (once or twice) unheard, and the probe's first
-						// search then fails or hides a ticket. On a commit
-						// of its own, so the create is this plan's (a held
-						// fact would deduplicate it) and so is the search.
+						// search then fails or hides a ticket.
 						p.provFault += ":search:" + string(pairedSearchModes[rng.IntN(len(pairedSearchModes))])
-						commit = fmt.Sprintf("%040x", 0xdef0000+cell*100000+i)
-						p.args["commit"], p.changed["commit"] = commit, commit
+						ownCommit()
 					}
 				}
 			}

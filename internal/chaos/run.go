@@ -159,6 +159,7 @@ func (c *cell) armProviderFault(p plan) {
 	}
 	parts := strings.Split(p.provFault, ":")
 	overrun := int(c.cfg.LateCommitOverrun / time.Millisecond)
+	target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"]) // a ticket plan's
 	var err error
 	switch {
 	case p.tool == toolRisk && len(parts) == 3:
@@ -168,11 +169,9 @@ func (c *cell) armProviderFault(p plan) {
 	case p.tool == toolRisk:
 		err = c.risk.SetFaults(riskapi.Faults{LatencyMS: latency})
 	case len(parts) == 3 && parts[2] == faultTwice: // release:<create>:twice, aimed at this plan's target's next two creates
-		target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"])
 		err = c.release.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{target: releaseapi.CreateMode(parts[1])},
 			CreateForTargetTimes: map[string]int{target: 2}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 4: // release:<create>:search:<search>, both aimed at this plan's target
-		target := fmt.Sprintf("%v/%v/%v", p.args["service"], p.args["commit"], p.args["environment"])
 		err = c.release.SetFaults(releaseapi.Faults{CreateForTarget: map[string]releaseapi.CreateMode{target: releaseapi.CreateMode(parts[1])},
 			SearchForTarget: map[string]releaseapi.SearchMode{target: releaseapi.SearchMode(parts[3])}, LatencyMS: latency, LateCommitOverrunMS: overrun})
 	case len(parts) == 3:
