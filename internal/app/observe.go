@@ -66,6 +66,10 @@ func observe(auditor *obs.Auditor, metrics *obs.Metrics) func(context.Context, t
 			// operator as much as an incident does: the escalated alarm,
 			// once per operation (the first effect reported).
 			metrics.EscalatedOperation(ctx, t.Tool, ReasonEffectAfterFailure)
+		case t.From.State == operation.StateFailed && t.Event.Type == operation.EventAuditExhausted:
+			// A withdrawal's audit that could not finish: the operation
+			// stays FAILED, and an operator must look as for an incident.
+			metrics.EscalatedOperation(ctx, t.Tool, string(t.Event.Type))
 		}
 	}
 }

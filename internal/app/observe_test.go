@@ -94,6 +94,11 @@ func TestTheEscalatedAlarmCountsEachOperationThatNeedsAnOperatorOnce(t *testing.
 	assert.Equal(t, []string{"effect_after_failure"},
 		escalationsCounted(t, report(operation.StateFailed, operation.StateFailed, operation.EventEvidenceRecorded)),
 		"a verified effect of a FAILED operation needs an operator")
+	assert.Equal(t, []string{string(operation.EventAuditExhausted)},
+		escalationsCounted(t, report(operation.StateFailed, operation.StateFailed, operation.EventAuditExhausted)),
+		"a withdrawal's audit that could not finish needs an operator")
+	assert.Empty(t, escalationsCounted(t, report(operation.StateFailed, operation.StateFailed, operation.EventAuditClean),
+		report(operation.StateFailed, operation.StateFailed, operation.EventAuditDeferred)), "a withdrawal's audit that looks needs nobody")
 }
 
 // A FAILED operation whose effect was already reported needs no second

@@ -48,11 +48,15 @@ const (
 	EventClockSkewExceeded EventType = "clock_skew_exceeded" // UNKNOWN, SUCCEEDED -> ESCALATED
 
 	// The duplicate audit: after a re-send, once the provider's commit
-	// horizon has passed, one more search by intended effect.
-	EventAuditClean     EventType = "duplicate_audit_clean"            // SUCCEEDED -> SUCCEEDED (audit done)
-	EventAuditDeferred  EventType = "duplicate_audit_deferred"         // SUCCEEDED -> SUCCEEDED (horizon not indexed yet)
+	// horizon has passed, one more search by intended effect. A withdrawn
+	// operation (client_cancelled) is audited the same way and stays
+	// FAILED: an effect the audit finds is journalled as evidence
+	// (EffectsReportedAfterFailure), and an audit that cannot complete is
+	// an operator's to look at.
+	EventAuditClean     EventType = "duplicate_audit_clean"            // SUCCEEDED -> SUCCEEDED, FAILED -> FAILED (audit done)
+	EventAuditDeferred  EventType = "duplicate_audit_deferred"         // SUCCEEDED -> SUCCEEDED, FAILED -> FAILED (horizon not indexed yet)
 	EventAuditMultiple  EventType = "duplicate_audit_multiple_effects" // SUCCEEDED -> ESCALATED (incident)
-	EventAuditExhausted EventType = "duplicate_audit_exhausted"        // SUCCEEDED -> ESCALATED (operator)
+	EventAuditExhausted EventType = "duplicate_audit_exhausted"        // SUCCEEDED -> ESCALATED, FAILED -> FAILED (operator)
 
 	// A dispatcher that lost its lease or a race while holding verified
 	// evidence (a created resource id) journals it on the current version;
@@ -139,8 +143,10 @@ func Next(from State, ev EventType) (State, bool) {
 	case StateFailed:
 		// FAILED is final; an operator's statement that the effects
 		// reported after it were removed only closes them (Apply: only
-		// when there are some).
-		if ev == EventOperatorFailed {
+		// when there are some), and a withdrawal's audit only looks
+		// (Apply: only while one is pending).
+		switch ev {
+		case EventOperatorFailed, EventAuditClean, EventAuditDeferred, EventAuditExhausted:
 			return StateFailed, true
 		}
 	}

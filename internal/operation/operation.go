@@ -133,6 +133,9 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if op.State == StateFailed && ev.Type == EventOperatorFailed && len(op.EffectsReportedAfterFailure()) == 0 {
 		return Operation{}, fmt.Errorf("%w: %s has no effect reported after it failed to close", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
 	}
+	if op.State == StateFailed && ev.Type != EventEvidenceRecorded && ev.Type != EventOperatorFailed && !op.WithdrawalAuditPending() {
+		return Operation{}, fmt.Errorf("%w: %s has no withdrawal audit pending", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
+	}
 	if ev.Type == EventClientCancelled && !op.EffectRuledOut() {
 		// The withdrawal releases the business fact on the caller's word:
 		// only an operation that can have no effect, now or later, may be.
@@ -196,6 +199,21 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	case StateSucceeded:
 		// Due again only for a scheduled duplicate audit.
 		next.DueAt = ev.NextAt
+	case StateFailed:
+		// Due again only for a withdrawal's audit: the withdrawal schedules
+		// it, the audit's own events (its evidence included) reschedule or
+		// end it, and an operator's closing leaves it as it was. A stale
+		// dispatcher's evidence carries NextAt now: the audit looks at once.
+		switch {
+		case ev.Type == EventClientCancelled:
+			next.DueAt = ev.NextAt
+		case op.State != StateFailed || op.DueAt.IsZero():
+			next.DueAt = time.Time{}
+		case ev.Type == EventOperatorFailed:
+			next.DueAt = op.DueAt
+		default:
+			next.DueAt = ev.NextAt
+		}
 	default:
 		next.DueAt = time.Time{}
 	}
@@ -204,9 +222,16 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 
 // NeedsReconciliation reports whether the reconciler must look at op
 // again: its state needs it, or it SUCCEEDED with a duplicate audit still
-// due. Only such operations carry the due index attributes.
+// due, or it was withdrawn with its audit still due. Only such operations carry the due index attributes.
 func (op Operation) NeedsReconciliation() bool {
-	return op.State.NeedsReconciliation() || op.AuditPending()
+	return op.State.NeedsReconciliation() || op.AuditPending() || op.WithdrawalAuditPending()
+}
+
+// WithdrawalAuditPending: op was withdrawn (client_cancelled) after a
+// dispatch that may have left, and the audit that looks for the
+// provider breaking its promise has not finished.
+func (op Operation) WithdrawalAuditPending() bool {
+	return op.State == StateFailed && !op.DueAt.IsZero()
 }
 
 // AuditPending: op SUCCEEDED after a re-send (or with evidence of another
@@ -364,6 +389,18 @@ func (op Operation) LateCommitsRuledOut() bool {
 		}
 	}
 	return !inFlight && !mayHaveLeft
+}
+
+// MayHaveReachedProvider reports whether some dispatch op was granted
+// may have left: its wait ended other than by not_dispatched. Only such an
+// operation's withdrawal leaves anything for a provider to commit late.
+func (op Operation) MayHaveReachedProvider() bool {
+	for _, ev := range op.Journal {
+		if ev.From == StatePending && ev.To != StatePending && ev.Type != EventNotDispatched {
+			return true
+		}
+	}
+	return false
 }
 
 // DispatchOutcome is the journal event that ended the wait for the latest

@@ -59,9 +59,13 @@ var allowed = map[operation.State]map[operation.EventType]operation.State{
 	},
 	operation.StateFailed: {
 		// Final: only a stale dispatcher's verified evidence is journalled,
-		// and an operator's statement that it was removed closes it.
+		// an operator's statement that it was removed closes it, and a
+		// withdrawal's audit looks without moving it.
 		operation.EventEvidenceRecorded: operation.StateFailed,
 		operation.EventOperatorFailed:   operation.StateFailed,
+		operation.EventAuditClean:       operation.StateFailed,
+		operation.EventAuditDeferred:    operation.StateFailed,
+		operation.EventAuditExhausted:   operation.StateFailed,
 	},
 }
 
@@ -75,6 +79,9 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 				assert.Equal(t, want, got)
 
 				op := opIn(t, from)
+				if from == operation.StateFailed && isAudit(ev) {
+					op = withdrawnAwaitingAudit(t)
+				}
 				if from == operation.StateFailed && ev == operation.EventOperatorFailed {
 					// Closing needs an effect reported after the failure
 					// (TestAnOperatorClosesAnEffectReportedAfterFailureAndOnlySuchAnEffect).
@@ -104,18 +111,18 @@ func TestTransitionTableAllowsExactlyTheDesignedPairs(t *testing.T) {
 	}
 }
 
-func TestFailedTakesOnlyEvidenceAndItsClosingAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
+func TestFailedTakesOnlyEvidenceItsClosingAndAWithdrawalsAuditAndSucceededOnlyItsDuplicateAudit(t *testing.T) {
 	audit := map[operation.EventType]bool{
 		operation.EventAuditClean: true, operation.EventAuditDeferred: true, operation.EventAuditMultiple: true,
 		operation.EventAuditExhausted: true, operation.EventClockSkewExceeded: true, operation.EventEvidenceRecorded: true,
 	}
 	for _, ev := range operation.TransitionEvents() {
 		to, ok := operation.Next(operation.StateFailed, ev)
-		if ev == operation.EventEvidenceRecorded || ev == operation.EventOperatorFailed {
+		if ev == operation.EventEvidenceRecorded || ev == operation.EventOperatorFailed || isAudit(ev) && ev != operation.EventAuditMultiple {
 			// A verified effect reported after all is journalled, never
-			// dropped, and an operator may state it removed; the state
-			// stays FAILED.
-			assert.True(t, ok)
+			// dropped, an operator may state it removed, and a withdrawal's
+			// audit looks for one; the state stays FAILED.
+			assert.True(t, ok, ev)
 			assert.Equal(t, operation.StateFailed, to)
 			continue
 		}
@@ -391,6 +398,25 @@ func newOp(t *testing.T) operation.Operation {
 }
 
 // opIn builds an operation in any state by walking legal events.
+// isAudit: an event of the duplicate audit.
+func isAudit(ev operation.EventType) bool {
+	switch ev {
+	case operation.EventAuditClean, operation.EventAuditDeferred, operation.EventAuditMultiple, operation.EventAuditExhausted:
+		return true
+	}
+	return false
+}
+
+// withdrawnAwaitingAudit is an operation its owner withdrew while proven
+// unsent, with the withdrawal's audit scheduled a minute on.
+func withdrawnAwaitingAudit(t *testing.T) operation.Operation {
+	t.Helper()
+	op, err := opIn(t, operation.StateRetryable).Apply(operation.Event{Type: operation.EventClientCancelled, At: t0, NextAt: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.True(t, op.WithdrawalAuditPending())
+	return op
+}
+
 func opIn(t *testing.T, s operation.State) operation.Operation {
 	t.Helper()
 	paths := map[operation.State][]operation.EventType{
@@ -531,4 +557,54 @@ func TestAnOperatorClosesAnEffectReportedAfterFailureAndOnlySuchAnEffect(t *test
 	again, err := closed.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(3 * time.Minute), ResourceID: "ticket-10"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ticket-10"}, again.EffectsReportedAfterFailure(), "a later report is open again")
+}
+
+// A withdrawal's audit is scheduled by the withdrawal, moved on by its own
+// events, left where it was by an operator's closing, made due at once by
+// a stale dispatcher's evidence, and ended by the audit alone.
+func TestAWithdrawalsAuditIsScheduledByTheWithdrawalAndEndedOnlyByTheAudit(t *testing.T) {
+	op := withdrawnAwaitingAudit(t)
+	assert.True(t, op.NeedsReconciliation())
+	assert.Equal(t, t0.Add(time.Minute), op.DueAt)
+
+	deferred, err := op.Apply(operation.Event{Type: operation.EventAuditDeferred, At: t0.Add(time.Minute), NextAt: t0.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(2*time.Minute), deferred.DueAt)
+
+	evidence, err := deferred.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(90 * time.Second), ResourceID: "r-1", NextAt: t0.Add(90 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(90*time.Second), evidence.DueAt, "evidence makes the audit look at once")
+	assert.Equal(t, []string{"r-1"}, evidence.EffectsReportedAfterFailure())
+
+	closed, err := evidence.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(100 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, evidence.DueAt, closed.DueAt, "an operator's closing does not end the audit")
+
+	clean, err := closed.Apply(operation.Event{Type: operation.EventAuditClean, At: t0.Add(3 * time.Minute)})
+	require.NoError(t, err)
+	assert.False(t, clean.NeedsReconciliation())
+	assert.Equal(t, operation.StateFailed, clean.State)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, clean.Outcome)
+
+	_, err = clean.Apply(operation.Event{Type: operation.EventAuditDeferred, At: t0.Add(4 * time.Minute), NextAt: t0.Add(5 * time.Minute)})
+	assert.ErrorIs(t, err, operation.ErrIllegalTransition, "no audit is pending any more")
+	late, err := clean.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(4 * time.Minute), ResourceID: "r-2", NextAt: t0.Add(4 * time.Minute)})
+	require.NoError(t, err)
+	assert.False(t, late.NeedsReconciliation(), "evidence after the audit is an operator's, not a new audit")
+}
+
+// A FAILED operation that was never withdrawn has no audit: the audit's
+// events are refused, whatever the NextAt of the event that failed it.
+func TestOnlyAWithdrawnOperationIsAuditedAfterItFailed(t *testing.T) {
+	op := opIn(t, operation.StatePending)
+	failed, err := op.Apply(operation.Event{Type: operation.EventBusinessRejected, At: t0, NextAt: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	assert.False(t, failed.NeedsReconciliation())
+	for _, ev := range []operation.EventType{operation.EventAuditClean, operation.EventAuditDeferred, operation.EventAuditExhausted} {
+		_, err := failed.Apply(operation.Event{Type: ev, At: t0.Add(time.Second)})
+		assert.ErrorIs(t, err, operation.ErrIllegalTransition, ev)
+	}
+	withdrawn, err := opIn(t, operation.StateRetryable).Apply(operation.Event{Type: operation.EventClientCancelled, At: t0})
+	require.NoError(t, err)
+	assert.False(t, withdrawn.NeedsReconciliation(), "a withdrawal of what never left needs no audit")
 }

@@ -172,6 +172,8 @@ func (s *Service) wait(n int) time.Duration {
 func JournalNeeds(r tools.Recovery) int {
 	attempts := r.RetryBudget + 1
 	// Plus the duplicate audit (at most ProbeBudget searches) and one
-	// stale dispatcher's evidence per attempt.
-	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts
+	// stale dispatcher's evidence per attempt. A withdrawal instead of the
+	// escalation is audited in as many searches, and may add per attempt
+	// one effect its audit reports and an operator's closing of it.
+	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts + 2*attempts
 }

@@ -125,7 +125,7 @@ func (f releaseFixture) get(t *testing.T, handle string) operation.Operation {
 // needsWork: the reconciler must look at op again (its state needs it, or
 // it SUCCEEDED with a duplicate audit due).
 func needsWork(op operation.Operation) bool {
-	return op.State.NeedsReconciliation() || (op.State == operation.StateSucceeded && !op.DueAt.IsZero())
+	return op.NeedsReconciliation()
 }
 
 // drive runs the reconciler on handle as a sweep would, moving the base

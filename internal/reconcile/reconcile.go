@@ -85,6 +85,8 @@ func (s *Service) Reconcile(ctx context.Context, op operation.Operation) (Result
 		return s.probe(ctx, family, op, now, res)
 	case operation.StateSucceeded:
 		return s.duplicateAudit(ctx, family, op, now, res)
+	case operation.StateFailed:
+		return s.withdrawalAudit(ctx, family, op, now, res)
 	default: // RETRYABLE
 		return s.retry(ctx, family, op, now, res)
 	}

@@ -653,6 +653,46 @@ func TestOnlyFailedOperationsExpireRetentionAfterTheirLastUpdate(t *testing.T) {
 	assert.NotEmpty(t, f.rawItem(t, "bk#request_risk_review|bk|ttl-esc"), "an escalated operation keeps its business key")
 }
 
+// A withdrawal's audit is work like any other: the withdrawn operation is
+// in the due index until the audit ends, and its retention starts only
+// then, so no audit is lost to an expiry. Its business key is released at
+// once: the fact may be asked for again.
+func TestAWithdrawnOperationAwaitingItsAuditIsDueAndKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const retention = 48 * time.Hour
+	st, err := store.New(f.db, store.Config{Table: f.table, Retention: retention})
+	require.NoError(t, err)
+	op := newOp(t, "client-a", "op-withdraw-01", "bk|withdraw", "r")
+	f.insert(t, op)
+	unknown, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
+	require.NoError(t, err)
+	retryable, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(5 * time.Second),
+		NextAt: t0.Add(7 * time.Second), LateCommitsBounded: true})
+	require.NoError(t, err)
+	auditAt := t0.Add(40 * time.Second)
+	withdrawn, err := st.Transition(ctx, retryable, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(6 * time.Second), NextAt: auditAt})
+	require.NoError(t, err)
+	require.True(t, withdrawn.WithdrawalAuditPending())
+
+	assert.NotContains(t, f.rawItem(t, "op#"+op.Handle), "expires_at", "awaiting its audit")
+	assert.Empty(t, f.rawItem(t, "bk#request_risk_review|bk|withdraw"), "the fact is released at once")
+	page, err := st.Due(ctx, auditAt.Add(-time.Millisecond), 10, "")
+	require.NoError(t, err)
+	assert.Empty(t, page.Operations, "not due before the audit")
+	page, err = st.Due(ctx, auditAt, 10, "")
+	require.NoError(t, err)
+	require.Len(t, page.Operations, 1)
+	assert.Equal(t, operation.StateFailed, page.Operations[0].State)
+
+	cleanAt := auditAt.Add(time.Second)
+	_, err = st.Transition(ctx, withdrawn, operation.Event{Type: operation.EventAuditClean, At: cleanAt})
+	require.NoError(t, err)
+	item := f.rawItem(t, "op#"+op.Handle)
+	assert.NotContains(t, item, "gsi1pk")
+	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(cleanAt.Add(retention).Unix())}, item["expires_at"])
+}
+
 // conflicting answers the first `times` requests of action itself, as
 // DynamoDB does when another transaction holds one of their items: a
 // transaction cancelled whole with a TransactionConflict reason, a single

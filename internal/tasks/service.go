@@ -164,6 +164,13 @@ func (s *Service) decideCancel(ctx context.Context, c tools.Caller, op operation
 	for attempt := 0; attempt < 3 && op.State == operation.StateRetryable && op.EffectRuledOut(); attempt++ {
 		ev := operation.Event{Type: operation.EventClientCancelled, At: s.cfg.Executor.Now(), Source: "tasks/cancel", Actor: actor,
 			Detail: "withdrawn by the client while proven unsent"}
+		// The provider's promise is trusted, and checked: an audit past
+		// the horizon and its grace looks for a late commit.
+		var rec tools.Recovery
+		if family, ok := s.tools[op.Key.Tool]; ok {
+			rec = family.Recovery()
+		}
+		ev.NextAt = s.cfg.Executor.WithdrawalAuditAt(op, rec)
 		next, terr := s.cfg.Executor.Transition(ctx, op.Key.Tool, op, ev, nil)
 		var stale *store.StaleError
 		switch {

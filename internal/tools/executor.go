@@ -517,6 +517,19 @@ func (e *Executor) AuditAt(op operation.Operation, rec Recovery) time.Time {
 	return e.AuditCoverage(op).Add(rec.SettleWindow)
 }
 
+// WithdrawalAuditAt is when the audit of a withdrawal of op is due: a
+// withdrawal trusts the provider's promise that nothing op sent commits
+// past the horizon, and the fact it releases may be asked for again at
+// once, so the withdrawn operation is searched for as a re-send is, past
+// the horizon and the grace. Zero when no dispatch may have reached the
+// provider: nothing can commit late.
+func (e *Executor) WithdrawalAuditAt(op operation.Operation, rec Recovery) time.Time {
+	if !op.MayHaveReachedProvider() {
+		return time.Time{}
+	}
+	return e.AuditCoverage(op).Add(rec.SettleWindow)
+}
+
 // AuditGrace is how far past the commit horizon the duplicate audit looks:
 // a provider that breaks its promise by less is still caught. It is the
 // lease and the clock skew bound, the least a first dispatch's late commit

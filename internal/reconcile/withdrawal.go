@@ -1,0 +1,185 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tools"
+)
+
+// ResultNotHeld: the audit of a withdrawal found an effect that no
+// operation on the fact accounts for.
+const ResultNotHeld = "match_not_held"
+
+// withdrawalAudit is the duplicate audit of a withdrawn operation. The
+// withdrawal (tasks/cancel) released the fact on the provider's promise
+// that nothing op sent commits past its horizon. A provider that breaks
+// it commits an effect nobody holds, and the next request for the fact
+// makes another. So once the provider's index covers the horizon and the
+// audit's grace, the withdrawn operation is searched for as a re-send is:
+// a match nothing accounts for is journalled on it as evidence after
+// failure. It stays FAILED (its task was told cancelled);
+// EffectsReportedAfterFailure is the incident an operator closes.
+//
+// The search returns every effect on the target, and the provider keeps
+// no request identity, so a match is the withdrawn operation's only if
+// the fact's present holder does not name it. While the holder still
+// waits on its own dispatch an unnamed match may be its create, and the
+// audit waits for it; past the probe budget the match is reported anyway,
+// for an operator to tell (a false report costs an operator a look; a
+// missed one costs a duplicate).
+func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
+	rec := family.Recovery()
+	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
+		return skip(res, "too little time left for a whole audit search"), nil
+	}
+	tooOld := rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge
+	before := now
+	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
+	found, err := family.Probe(pctx, op)
+	cancel()
+	res.ErrorClass = tools.ErrorClass(err)
+	if err != nil && ctx.Err() != nil {
+		return res, fmt.Errorf("reconcile %s: withdrawal audit interrupted: %w", op.Handle, ctx.Err())
+	}
+	if tools.NeverSent(err) && !tooOld {
+		return skip(res, "withdrawal audit not sent: "+tools.ErrorDetail(err)), nil
+	}
+	var holder operation.Operation
+	if err == nil {
+		var herr error
+		if holder, herr = s.factHolder(ctx, op); herr != nil {
+			return res, fmt.Errorf("reconcile %s: withdrawal audit: %w", op.Handle, herr)
+		}
+	}
+	now = s.cfg.Executor.Now()
+	source := found.Source
+	if source == "" {
+		source = family.Name()
+	}
+	unheld := notHeld(found.Matches, op.EffectEvidence(), holder.EffectEvidence())
+	holderWaiting := holder.Handle != "" && holder.State.NeedsReconciliation()
+	coverage := s.cfg.Executor.AuditCoverage(op)
+	covered := err == nil && found.Authoritative && found.LateCommitsBounded && !found.IndexedThrough.Before(coverage)
+	exhausted := tooOld || withdrawalAuditPasses(op)+1 >= rec.ProbeBudget
+	reported := len(op.EffectsReportedAfterFailure()) + len(op.EffectsClosedAfterFailure())
+
+	var ev operation.Event
+	switch why := s.skewExceeded(op, found, before, now); {
+	case len(unheld) > 0 && holderWaiting && !exhausted:
+		ev = s.withdrawalAuditDeferred(op, source, found, nil, coverage, now,
+			fmt.Sprintf("%s on the target not named by the fact's holder %s, which is still %s: it may be that operation's own",
+				strings.Join(unheld, ", "), holder.Handle, holder.State))
+	case len(unheld) > 0 && reported < op.Attempts():
+		// One effect per pass and at most one per dispatch op made: the
+		// journal stays bounded, and more is an operator's question.
+		next := time.Time{}
+		if len(unheld) > 1 || !covered {
+			next = now
+		}
+		ev = operation.Event{Type: operation.EventEvidenceRecorded, Source: source, Result: ResultNotHeld,
+			ResourceID: unheld[0], NextAt: next, Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("withdrawal audit: %s exists at the provider and no operation on the fact names it: "+
+				"the withdrawn request committed after all; reported to %s, do not ask for the fact again until it is closed%s",
+				unheld[0], s.cfg.Operator, holderNote(holder))}
+	case len(unheld) > 0:
+		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: withdrawal audit found %s besides the %d effect(s) already reported, more than the operation's %d dispatch(es) could make%s",
+				s.cfg.Operator, strings.Join(unheld, ", "), reported, op.Attempts(), holderNote(holder))}
+	case why != "":
+		ev = operation.Event{Type: operation.EventAuditExhausted, Source: "reconciler", Actor: s.cfg.Operator,
+			Detail: fmt.Sprintf("escalated to %s: withdrawal audit impossible: %s", s.cfg.Operator, why)}
+	case covered:
+		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultNotFound,
+			Detail: joinDetail(found.Detail, "withdrawal audit clean: nothing of the withdrawn request past the commit horizon and the audit's grace"+holderNote(holder))}
+	case exhausted:
+		detail := fmt.Sprintf("escalated to %s: withdrawal audit could not complete after %d searches", s.cfg.Operator, withdrawalAuditPasses(op)+1)
+		if err != nil {
+			detail = joinDetail(detail, "lookup failed: "+tools.ErrorDetail(err))
+		}
+		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator, Detail: detail}
+	default:
+		ev = s.withdrawalAuditDeferred(op, source, found, err, coverage, now, "")
+	}
+	ev.At = now
+	return s.decide(ctx, family, op, ev, res)
+}
+
+// withdrawalAuditDeferred schedules the next search: after the backoff,
+// and not before the provider's index can cover the audit's reach.
+func (s *Service) withdrawalAuditDeferred(op operation.Operation, source string, found tools.ProbeResult, err error, coverage, now time.Time, why string) operation.Event {
+	detail, readyIn := found.Detail, found.ReadyIn
+	if err != nil {
+		detail = "lookup failed: " + tools.ErrorDetail(err)
+	} else if found.IndexedThrough.Before(coverage) {
+		readyIn = max(readyIn, coverage.Sub(found.IndexedThrough))
+		detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (the commit horizon plus the audit's grace %s)",
+			coverage.UTC().Format(time.RFC3339Nano), s.cfg.Executor.AuditGrace()))
+	}
+	next := now.Add(s.wait(withdrawalAuditPasses(op)))
+	if ready := now.Add(min(readyIn, backoffCap)); ready.After(next) {
+		next = ready
+	}
+	return operation.Event{Type: operation.EventAuditDeferred, Source: source, Result: ResultNotFoundUnproven, NextAt: next,
+		Detail: joinDetail(joinDetail(detail, why), "withdrawal audit not yet conclusive")}
+}
+
+// factHolder is the operation holding op's business fact now, or the zero
+// Operation when the fact is free.
+func (s *Service) factHolder(ctx context.Context, op operation.Operation) (operation.Operation, error) {
+	handle, err := s.st.BusinessKeyHolder(ctx, op.Key.Tool, op.BusinessKey)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && (handle == "" || handle == op.Handle):
+		return operation.Operation{}, nil
+	case err != nil:
+		return operation.Operation{}, fmt.Errorf("read the fact's holder: %w", err)
+	}
+	holder, err := s.st.Get(ctx, handle)
+	if errors.Is(err, store.ErrNotFound) {
+		// Released and expired since the key was read: it holds nothing.
+		return operation.Operation{}, nil
+	}
+	if err != nil {
+		return operation.Operation{}, fmt.Errorf("read the fact's holder %s: %w", handle, err)
+	}
+	return holder, nil
+}
+
+// withdrawalAuditPasses counts the searches the withdrawal's audit
+// deferred so far: its own budget, apart from the probes before.
+func withdrawalAuditPasses(op operation.Operation) int {
+	n := 0
+	for _, ev := range op.Journal {
+		if ev.From == operation.StateFailed && ev.Type == operation.EventAuditDeferred {
+			n++
+		}
+	}
+	return n
+}
+
+// notHeld lists the matches neither list names.
+func notHeld(matches, own, holder []string) []string {
+	var out []string
+	for _, id := range matches {
+		if !slices.Contains(own, id) && !slices.Contains(holder, id) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func holderNote(holder operation.Operation) string {
+	if holder.Handle == "" {
+		return "; the fact is not held by any operation"
+	}
+	if ids := holder.EffectEvidence(); len(ids) > 0 {
+		return fmt.Sprintf("; the fact's holder %s (%s) names %s", holder.Handle, holder.State, strings.Join(ids, ", "))
+	}
+	return fmt.Sprintf("; the fact's holder %s is %s", holder.Handle, holder.State)
+}
