@@ -47,6 +47,7 @@ func run() int {
 	flag.Float64Var(&cfg.CallerCancel, "caller-cancel", cfg.CallerCancel, "P(per call: the agent gives up after a random short wait)")
 	flag.Float64Var(&cfg.CrashInsert, "crash-after-insert", cfg.CrashInsert, "P(the dispatcher dies right after its insert)")
 	flag.Float64Var(&cfg.CrashBeforeSW, "crash-before-state-write", cfg.CrashBeforeSW, "P(the dispatcher dies after sending, before its state write)")
+	flag.Float64Var(&cfg.Withdraw, "withdraw", cfg.Withdraw, "P(a ticket proven absent after a create fault: its owner cancels the task, then asks for the fact again)")
 	flag.Float64Var(&cfg.ProviderFault, "provider-fault", cfg.ProviderFault, "P(one simulator fault is armed for an operation)")
 	flag.Float64Var(&cfg.LatencySpike, "latency-spike", cfg.LatencySpike, "P(a provider latency spike)")
 	flag.DurationVar(&cfg.SpikeLatency, "spike-latency", cfg.SpikeLatency, "latency of a spike")

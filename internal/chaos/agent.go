@@ -65,6 +65,7 @@ type plan struct {
 	churn      int    // replica to stop for the plan's duration (-1: none)
 	burst      int    // replica a burst hits (-1: none)
 	otherIDSrc string // TenantSharedIDs: reuse this operation_id of another tenant or tenant-mate
+	withdraw   bool   // the owner cancels the task once it is RETRYABLE, then asks again
 }
 
 // faultTwice suffixes a Release create mode aimed at a plan's target for
@@ -88,7 +89,13 @@ var (
 	// then do: time out (a failed lookup is no absence) or return a strict
 	// subset (one match from a lookup that may hide others is not exactly
 	// one).
-	committedUnheard   = map[releaseapi.CreateMode]bool{releaseapi.CreateDropResponseAfterCommit: true, releaseapi.CreateDuplicateThenDrop: true}
+	committedUnheard = map[releaseapi.CreateMode]bool{releaseapi.CreateDropResponseAfterCommit: true, releaseapi.CreateDuplicateThenDrop: true}
+	// withdrawable are the create modes that leave an operation proven
+	// absent past its horizon (RETRYABLE), which its owner may withdraw;
+	// the broken promise then commits after the withdrawal, which only
+	// the withdrawal's audit sees.
+	withdrawable = map[string]bool{"release:" + string(releaseapi.CreateTimeoutBeforeCommit): true,
+		"release:" + string(releaseapi.CreateError500BeforeCommit): true, "release:" + string(releaseapi.CreateCommitLateBeyondDeadline): true}
 	pairedSearchModes  = []releaseapi.SearchMode{releaseapi.SearchTimeout, releaseapi.SearchPartial}
 	ticketServices     = []string{"payments-api", "orders-api"}
 	ticketEnvironments = []string{"production-eu", "staging"}
@@ -180,6 +187,8 @@ func makePlans(cfg *Config, cell, n int) []plan {
 				p.otherIDSrc = fmt.Sprintf("chaos-%d-%d-%d", cfg.Seed, cell, rng.IntN(i))
 			}
 		}
+		// Without drawing, so every seed's other draws stay as they were.
+		p.withdraw = withdrawable[p.provFault] && float64(hash(fmt.Sprintf("withdraw/%d/%d/%d", cfg.Seed, cell, i))%1000) < cfg.Withdraw*1000
 		p.status = pick(cfg.StatusReads)
 		p.spike = pick(cfg.LatencySpike)
 		switch x := rng.Float64(); {
@@ -239,6 +248,9 @@ func otherOf(list []string, v string) string {
 type agents struct {
 	c      *cell
 	tokens map[string]string
+	// withdrawals run beside the workers: an owner waits for its
+	// operation to be proven absent without holding a worker.
+	withdrawals sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*mcp.ClientSession

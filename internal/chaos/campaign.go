@@ -237,6 +237,7 @@ func (c *cell) campaign(ctx context.Context, n int, tokens map[string]string) ([
 	}
 	close(work)
 	wg.Wait()
+	ag.withdrawals.Wait()
 	stopSweeps()
 	<-sweepDone
 	// Calls whose callers went away still run to their budget.

@@ -134,6 +134,7 @@ func startCell(ctx context.Context, idx int, cfg *Config, rec *Recorder, meter *
 		"INTENTGATE_BUDGET_RESERVE":        cfg.BudgetReserve.String(),
 		"INTENTGATE_CLOCK_SKEW_BOUND":      cfg.SkewBound.String(),
 		"INTENTGATE_DUE_SHARDS":            fmt.Sprint(cfg.DueShards),
+		"INTENTGATE_TASK_ID_KEY":           c.taskKey(),
 	}
 	if c.appCfg, err = app.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return nil, fmt.Errorf("chaos: cell %d: %w", idx, err)
@@ -347,6 +348,12 @@ func (c *cell) stopReplicaQuietly(r *replica) {
 		_ = r.proc.app.Close(context.Background())
 		r.up = false
 	}
+}
+
+// taskKey is the cell's task id key: every replica answers tasks under
+// it, and the agents mint their own operations' task ids with it.
+func (c *cell) taskKey() string {
+	return fmt.Sprintf("chaos-task-id-key-%016x-cell-%d", c.cfg.Seed, c.idx)
 }
 
 func hash(s string) uint64 {

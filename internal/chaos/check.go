@@ -134,6 +134,9 @@ func checkOneEffect(ev Evidence) []Violation {
 			out = append(out, v)
 			continue
 		}
+		if reportedAfterFailure(ops, effects) {
+			continue
+		}
 		var unnamed []string
 		named := slices.ContainsFunc(ops, func(r OpRecord) bool {
 			if r.Final.State != operation.StateEscalated || r.Final.Outcome != operation.OutcomeIncidentMultipleEffects ||
@@ -189,6 +192,27 @@ func checkBusinessKeyHolders(ev Evidence) []Violation {
 	return out
 }
 
+// reportedAfterFailure: every effect on the key but at most one (the
+// holder's) is reported on a FAILED operation of the key, open or closed
+// by an operator since. That is the incident of an effect made after the
+// operation was recorded as having none: a withdrawal's audit, or a stale
+// dispatcher, found it.
+func reportedAfterFailure(ops []OpRecord, effects []string) bool {
+	var reported []string
+	for _, r := range ops {
+		if r.Final.State == operation.StateFailed {
+			reported = append(reported, afterFailure(*r.Final)...)
+		}
+	}
+	return len(reported) > 0 && len(notNamed(effects, reported)) <= 1
+}
+
+// afterFailure: the effects reported on op after it FAILED, open or
+// closed by an operator since.
+func afterFailure(op operation.Operation) []string {
+	return append(op.EffectsReportedAfterFailure(), op.EffectsClosedAfterFailure()...)
+}
+
 // incidentIDs are the resource ids an operation's incident events name
 // ("... matching effects [ticket-1, ticket-2] ..."), with every id its
 // journal recorded as a resource.
@@ -232,7 +256,12 @@ func checkSettled(ev Evidence) []Violation {
 			continue
 		}
 		switch r.Final.State {
-		case operation.StateSucceeded, operation.StateFailed, operation.StateEscalated:
+		case operation.StateFailed:
+			if r.Final.WithdrawalAuditPending() {
+				out = append(out, Violation{Invariant: InvSettled, Cell: r.Cell, Handle: r.Handle,
+					Detail: "withdrawn, with its audit still due after the quiet phase"})
+			}
+		case operation.StateSucceeded, operation.StateEscalated:
 		default:
 			out = append(out, Violation{Invariant: InvSettled, Cell: r.Cell, Handle: r.Handle,
 				Detail: fmt.Sprintf("left %s (%s) after the quiet phase", r.Final.State, r.Final.Outcome)})
@@ -459,10 +488,17 @@ func unjustifiedConflicts(calls []Call) []unjustifiedConflict {
 
 func checkEffectMatches(ev Evidence) []Violation {
 	var out []Violation
-	claimed := map[string]int{} // effects owned by SUCCEEDED or ESCALATED operations, per key
+	// Effects owned by SUCCEEDED or ESCALATED operations, per key, and
+	// those a FAILED one reports as made after it failed (the incident an
+	// operator closes).
+	claimed := map[string]int{}
 	for _, r := range ev.Ops {
-		if r.Final != nil && (r.Final.State == operation.StateSucceeded || r.Final.State == operation.StateEscalated) {
+		switch {
+		case r.Final == nil:
+		case r.Final.State == operation.StateSucceeded || r.Final.State == operation.StateEscalated:
 			claimed[cellKey(r.Cell, r.EffectKey)] += max(1, r.Final.DuplicateResources)
+		case r.Final.State == operation.StateFailed:
+			claimed[cellKey(r.Cell, r.EffectKey)] += len(afterFailure(*r.Final))
 		}
 	}
 	for _, r := range ev.Ops {
@@ -482,7 +518,7 @@ func checkEffectMatches(ev Evidence) []Violation {
 			}
 		case operation.StateFailed:
 			if r.Tool == toolRisk {
-				if found := ev.RiskByHandle[cellKey(r.Cell, r.Handle)]; len(found) > 0 {
+				if found := notNamed(ev.RiskByHandle[cellKey(r.Cell, r.Handle)], afterFailure(*r.Final)); len(found) > 0 {
 					out = append(out, Violation{Invariant: InvEffectMatches, Cell: r.Cell, Handle: r.Handle,
 						Detail: fmt.Sprintf("FAILED, but the provider holds %v created with its request key", found)})
 				}

@@ -582,3 +582,82 @@ func TestAViolationOfOneEffectPrintsEveryTicketsOriginAndEveryOperationOnTheKey(
 	require.Contains(t, out.String(), "also on this business key: op_other by DEPLOYER operation_id op-00000009")
 	require.Contains(t, out.String(), "commit_deadline=12:00:25.000")
 }
+
+// withdrawalEvidence is a ticket withdrawn after its probe proved it
+// absent, the next request's ticket-2 under a new operation_id, and the
+// withdrawn create's late ticket-1 (a broken promise); reported says
+// whether the withdrawal's audit journalled ticket-1 on the withdrawn
+// operation.
+func withdrawalEvidence(reported bool, auditDue bool) Evidence {
+	target := map[string]string{"service": "payments-api", "commit": "abc0001", "environment": "staging"}
+	withdrawnHandle := handleOf("deploy-bot", "T1", "dana", toolTicket, "op-00000003")
+	nextHandle := handleOf("deploy-bot", "T1", "dana", toolTicket, "op-00000003-after-withdrawal")
+	withdrawn := operation.Operation{
+		Handle: withdrawnHandle, State: operation.StateFailed, Outcome: operation.OutcomeFailedWithoutEffect, Version: 4,
+		TenantID: "T1", Target: target, Payload: target,
+		Key: operation.RequestKey{ClientID: "deploy-bot", Tool: toolTicket, OperationID: "op-00000003"},
+		Journal: []operation.Event{
+			{Type: operation.EventIntentRecorded, At: t0, To: operation.StatePending},
+			{Type: operation.EventDispatchStarted, At: t0, From: operation.StatePending, To: operation.StatePending},
+			{Type: operation.EventClientTimeout, At: t0.Add(time.Second), From: operation.StatePending, To: operation.StateUnknown},
+			{Type: operation.EventProbeNotFound, At: t0.Add(20 * time.Second), From: operation.StateUnknown, To: operation.StateRetryable, LateCommitsBounded: true},
+			{Type: operation.EventClientCancelled, At: t0.Add(21 * time.Second), From: operation.StateRetryable, To: operation.StateFailed},
+		},
+	}
+	if auditDue {
+		withdrawn.DueAt = t0.Add(time.Minute)
+	}
+	if reported {
+		withdrawn.Version++
+		withdrawn.Journal = append(withdrawn.Journal, operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(time.Minute),
+			From: operation.StateFailed, To: operation.StateFailed, ResourceID: "ticket-1", Result: "match_not_held"})
+	}
+	next := operation.Operation{
+		Handle: nextHandle, State: operation.StateSucceeded, Outcome: operation.OutcomeCommittedAndVerified, Version: 2,
+		TenantID: "T1", ResourceID: "ticket-2", Target: target, Payload: target,
+		Key: operation.RequestKey{ClientID: "deploy-bot", Tool: toolTicket, OperationID: "op-00000003-after-withdrawal"},
+		Journal: []operation.Event{
+			{Type: operation.EventIntentRecorded, At: t0.Add(22 * time.Second), To: operation.StatePending},
+			{Type: operation.EventDispatchStarted, At: t0.Add(22 * time.Second), From: operation.StatePending, To: operation.StatePending},
+			{Type: operation.EventCreateSucceeded, At: t0.Add(23 * time.Second), From: operation.StatePending, To: operation.StateSucceeded, ResourceID: "ticket-2"},
+		},
+	}
+	key := "ticket|payments-api/abc0001/staging"
+	return Evidence{
+		Seed: 9,
+		Ops: []OpRecord{
+			{Cell: 0, Handle: withdrawnHandle, Persona: "DEPLOYER", Tenant: "T1", ClientID: "deploy-bot", Tool: toolTicket,
+				OperationID: "op-00000003", EffectKey: key, Final: &withdrawn, BusinessKeyHolder: nextHandle},
+			{Cell: 0, Handle: nextHandle, Persona: "DEPLOYER", Tenant: "T1", ClientID: "deploy-bot", Tool: toolTicket,
+				OperationID: "op-00000003-after-withdrawal", EffectKey: key, Final: &next, BusinessKeyHolder: nextHandle},
+		},
+		EffectsByKey: map[string][]string{"0/" + key: {"ticket-1", "ticket-2"}},
+		ExcusedByKey: map[string]int{"0/" + key: 1},
+		MaxQueueWait: 200 * time.Millisecond, OverloadSlack: time.Second,
+	}
+}
+
+// A late ticket of a withdrawn operation, reported on it by the
+// withdrawal's audit, is the incident of the second ticket: the holder's
+// is the fact's one.
+func TestCheckerAcceptsAWithdrawnOperationsLateTicketReportedAfterItFailed(t *testing.T) {
+	ev := withdrawalEvidence(true, false)
+	for _, r := range ev.Ops {
+		require.Empty(t, journalProblem(*r.Final), "the hand-made journals must themselves be legal")
+	}
+	require.Empty(t, Check(ev))
+}
+
+// Unreported, the same two tickets are a violation of one effect: the
+// hole the withdrawal's audit closes.
+func TestCheckerFlagsAWithdrawnOperationsLateTicketNobodyReported(t *testing.T) {
+	vs := Check(withdrawalEvidence(false, false))
+	require.Contains(t, invariantsOf(vs), InvOneEffect)
+}
+
+// A withdrawal whose audit is still due after the quiet phase has not been
+// checked: the campaign says so rather than judge it.
+func TestCheckerFlagsAWithdrawalWhoseAuditIsStillDue(t *testing.T) {
+	vs := Check(withdrawalEvidence(true, true))
+	require.Contains(t, invariantsOf(vs), InvSettled)
+}

@@ -23,6 +23,8 @@ const (
 	FaultClientCancel     = "crash_caller_cancelled"
 	FaultLatencySpike     = "provider_latency_spike"
 	FaultBurst            = "burst"
+	FaultWithdrawn        = "task_withdrawn"
+	FaultNotWithdrawn     = "task_cancel_refused"
 )
 
 // Config of a campaign. Default() documents every default; docs/chaos.md
@@ -55,6 +57,11 @@ type Config struct {
 	CallerCancel  float64 // per call: the agent gives up after a random short wait
 	CrashInsert   float64 // per operation: the dispatcher dies right after its insert
 	CrashBeforeSW float64 // per operation: the dispatcher dies after sending, before its state write
+	// Withdraw: per ticket operation whose create fault leaves it proven
+	// absent (timeout or 500 before commit, or the promise broken), the
+	// chance that its owner cancels the task (tasks/cancel) once it is
+	// RETRYABLE and then asks for the fact again with a new operation_id.
+	Withdraw float64
 
 	// Provider faults: per operation, the chance that one simulator fault
 	// is armed before its first call (mode drawn uniformly from the
@@ -117,7 +124,7 @@ func Default() Config {
 		TicketShare: 0.5, RetrySameID: 0.35, RetryNewID: 0.1, ChangeArgs: 0.05,
 		StatusReads: 0.3, Approve: 0.2, CrossTenant: 0.1, CommitPool: 40,
 		ReplicaChurn: 0.01, Burst: 0.01, BurstSize: 24, BurstHold: 1500 * time.Millisecond, CallerCancel: 0.03,
-		CrashInsert: 0.02, CrashBeforeSW: 0.02,
+		CrashInsert: 0.02, CrashBeforeSW: 0.02, Withdraw: 0.5,
 		ProviderFault: 0.15, LatencySpike: 0.02, SpikeLatency: 1200 * time.Millisecond,
 		StoreFaults: StoreFaultRates{LostAnswer: 0.01, Throttle: 0.01, Error5xx: 0.01, Timeout: 0.003},
 		MaxInFlight: 4, MaxQueue: 4, MaxQueueWait: 200 * time.Millisecond, DownstreamMaxConns: 2,
@@ -145,6 +152,7 @@ func (c *Config) Validate() error {
 		"change-args": c.ChangeArgs, "status-reads": c.StatusReads, "approve": c.Approve,
 		"cross-tenant": c.CrossTenant, "replica-churn": c.ReplicaChurn, "burst": c.Burst,
 		"caller-cancel": c.CallerCancel, "crash-insert": c.CrashInsert, "crash-before-state-write": c.CrashBeforeSW,
+		"withdraw":       c.Withdraw,
 		"provider-fault": c.ProviderFault, "latency-spike": c.LatencySpike,
 		"store-lost-answer": c.StoreFaults.LostAnswer, "store-throttle": c.StoreFaults.Throttle,
 		"store-5xx": c.StoreFaults.Error5xx, "store-timeout": c.StoreFaults.Timeout,

@@ -63,6 +63,9 @@ func (a *agents) runPlan(ctx context.Context, p plan, handles *handleSet) {
 			replica = (replica + 1) % len(c.replicas) // the agent tries another replica, same operation_id
 			at.cancel = 0
 		}
+		if i == 0 && p.withdraw {
+			a.withdrawals.Go(func() { a.withdraw(ctx, p, handle, at.replica, handles) })
+		}
 	}
 
 	handle := handleOf(p.persona.ClientID, p.persona.Merchant, p.persona.Subject, p.tool, p.opID)
@@ -315,7 +318,7 @@ func (c *cell) readAll(ctx context.Context, handles []string) (opReads, error) {
 func (r opReads) unsettled() int {
 	n := 0
 	for _, op := range r {
-		if !op.State.Settled() && op.State != operation.StateEscalated {
+		if !op.State.Settled() && op.State != operation.StateEscalated || op.WithdrawalAuditPending() {
 			n++
 		}
 	}
