@@ -25,6 +25,8 @@ const (
 	FaultBurst            = "burst"
 	FaultWithdrawn        = "task_withdrawn"
 	FaultNotWithdrawn     = "task_cancel_refused"
+	FaultTicketRemoved    = "operator_cancelled_ticket"
+	FaultCloseRefused     = "operator_close_refused"
 )
 
 // Config of a campaign. Default() documents every default; docs/chaos.md

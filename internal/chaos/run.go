@@ -325,6 +325,52 @@ func (r opReads) unsettled() int {
 	return n
 }
 
+// closeReported is the runbook's closing of effects reported after op
+// FAILED (a withdrawn ticket the provider committed late): every reported
+// ticket that is not the verified effect of the operation holding the fact
+// now is cancelled at the provider, and resolve_operation states them
+// removed, no request of op able to commit any more (the quiet phase is
+// over). The server checks the provider itself and may refuse; the
+// history records its answer.
+func (a *agents) closeReported(ctx context.Context, h string, op operation.Operation, reads opReads) error {
+	if op.Key.Tool != toolTicket {
+		return nil // only the Release simulator cancels an effect
+	}
+	var holdersTicket string
+	holder, err := a.c.observer.BusinessKeyHolder(ctx, op.Key.Tool, op.BusinessKey)
+	switch {
+	case err == nil && holder != "":
+		if cur, err := a.c.observer.Get(ctx, holder); err == nil && cur.State == operation.StateSucceeded {
+			holdersTicket = cur.ResourceID
+		}
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("chaos: operator reads the holder of %s: %w", h, err)
+	}
+	var removed []string
+	for _, id := range op.EffectsReportedAfterFailure() {
+		if id != holdersTicket && a.c.release.RemoveTicket(id) {
+			removed = append(removed, id)
+		}
+	}
+	a.c.rec.Fault(a.c.idx, FaultTicketRemoved, fmt.Sprintf("operator cancelled %v at the provider (holder's ticket %q kept)", removed, holdersTicket), h)
+	answer := a.call(ctx, -1, "OPERATOR", 0, toolResolve, map[string]any{"handle": h, "resolution": "FAILED", "effects_removed": true,
+		"late_commits_ruled_out": true, "evidence": fmt.Sprintf("cancelled %v in the release queue; the quiet phase is over, "+
+			"so no request of this operation can still commit", removed)}, 0, false, nil)
+	if answer.IsError || !answer.Answered() {
+		why := fmt.Sprintf("resolve_operation answered %s %s %s", answer.Code, answer.Status, answer.TransportError)
+		a.c.rec.Fault(a.c.idx, FaultCloseRefused, why, h)
+		fmt.Fprintf(a.c.cfg.Progress, "chaos: cell %d: closing %s refused: %s\n", a.c.idx, h, why)
+	}
+	after, ok := a.snapshot(ctx, h)
+	if !ok {
+		if after, err = a.c.observer.Get(ctx, h); err != nil {
+			return fmt.Errorf("chaos: operator read %s: %w", h, err)
+		}
+	}
+	reads[h] = after
+	return nil
+}
+
 // operator resolves every ESCALATED operation it can prove from the
 // provider's records, through resolve_operation with evidence; what it
 // cannot prove (several effects: an incident) it leaves ESCALATED.
@@ -333,6 +379,12 @@ func (r opReads) unsettled() int {
 // updates them with what it resolved, so they stay the final table.
 func (a *agents) operator(ctx context.Context, reads opReads, effects func(operation.Operation) ([]string, error)) error {
 	for h, op := range reads {
+		if op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) > 0 {
+			if err := a.closeReported(ctx, h, op, reads); err != nil {
+				return err
+			}
+			continue
+		}
 		if op.State != operation.StateEscalated {
 			continue
 		}
