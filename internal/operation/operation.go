@@ -142,7 +142,13 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		return Operation{}, fmt.Errorf("%w: %s may still have an effect at the provider", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
 	}
 	ev.From, ev.To = op.State, to
-	if ev.Outcome == "" {
+	switch {
+	case ev.Outcome != "":
+	case op.State == StateFailed:
+		// A withdrawn caller was told its request failed without effect:
+		// the audit's end, however it ends, is an operator's concern.
+		ev.Outcome = op.Outcome
+	default:
 		ev.Outcome = defaultOutcome(ev.Type, op.Outcome)
 	}
 
@@ -389,6 +395,23 @@ func (op Operation) LateCommitsRuledOut() bool {
 		}
 	}
 	return !inFlight && !mayHaveLeft
+}
+
+// EffectFoundBySearch reports whether op SUCCEEDED on an effect found at
+// the provider (a probe's one match, or an operator's word), not on the
+// answer to a create of its own. The provider keeps no request identity,
+// so such an effect may be another request's, a withdrawn one's late
+// commit, while op's own create may still be to come.
+func (op Operation) EffectFoundBySearch() bool {
+	if op.State != StateSucceeded {
+		return false
+	}
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.To == StateSucceeded && ev.From != StateSucceeded {
+			return ev.Type == EventProbeFoundOne || ev.Type == EventOperatorSucceeded
+		}
+	}
+	return false
 }
 
 // MayHaveReachedProvider reports whether some dispatch op was granted

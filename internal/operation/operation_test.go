@@ -593,6 +593,36 @@ func TestAWithdrawalsAuditIsScheduledByTheWithdrawalAndEndedOnlyByTheAudit(t *te
 	assert.False(t, late.NeedsReconciliation(), "evidence after the audit is an operator's, not a new audit")
 }
 
+// The withdrawn caller was told its request failed without effect; an
+// audit that cannot finish is an operator's concern and does not change
+// that answer (an effect it finds is journalled, not promoted, either).
+func TestAnExhaustedWithdrawalAuditKeepsTheFailedOutcome(t *testing.T) {
+	op := withdrawnAwaitingAudit(t)
+	require.Equal(t, operation.OutcomeFailedWithoutEffect, op.Outcome)
+
+	exhausted, err := op.Apply(operation.Event{Type: operation.EventAuditExhausted, At: t0.Add(time.Minute)})
+
+	require.NoError(t, err)
+	assert.Equal(t, operation.StateFailed, exhausted.State)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, exhausted.Outcome)
+	assert.False(t, exhausted.NeedsReconciliation())
+}
+
+// An effect a probe found may be another request's: only that, or an
+// operator's word, marks a success as found by search, not an answer to
+// the operation's own create.
+func TestASuccessIsFoundBySearchOnlyWhenAProbeOrOperatorNamedTheEffect(t *testing.T) {
+	unknown := opIn(t, operation.StateUnknown)
+	found, err := unknown.Apply(operation.Event{Type: operation.EventProbeFoundOne, At: t0, ResourceID: "r-1"})
+	require.NoError(t, err)
+	assert.True(t, found.EffectFoundBySearch())
+
+	answered, err := opIn(t, operation.StatePending).Apply(operation.Event{Type: operation.EventCreateSucceeded, At: t0, ResourceID: "r-1"})
+	require.NoError(t, err)
+	assert.False(t, answered.EffectFoundBySearch())
+	assert.False(t, unknown.EffectFoundBySearch(), "not a success yet")
+}
+
 // A FAILED operation that was never withdrawn has no audit: the audit's
 // events are refused, whatever the NextAt of the event that failed it.
 func TestOnlyAWithdrawnOperationIsAuditedAfterItFailed(t *testing.T) {

@@ -65,7 +65,15 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 	}
 	unheld := notHeld(found.Matches, op.EffectEvidence(), holder.EffectEvidence())
 	holderWaiting := holder.Handle != "" && holder.State.NeedsReconciliation()
-	coverage := s.cfg.Executor.AuditCoverage(op)
+	coverage, horizonOf := s.cfg.Executor.AuditCoverage(op), "the commit horizon"
+	if holder.EffectFoundBySearch() && holder.MayHaveReachedProvider() {
+		// The holder took an effect it found, which may be op's late
+		// commit, while its own create may still land: the audit covers
+		// the holder's horizon and grace too.
+		if hc := s.cfg.Executor.AuditCoverage(holder); hc.After(coverage) {
+			coverage, horizonOf = hc, "the commit horizon of the fact's holder "+holder.Handle+", which took an effect it found,"
+		}
+	}
 	covered := err == nil && found.Authoritative && found.LateCommitsBounded && !found.IndexedThrough.Before(coverage)
 	exhausted := tooOld || withdrawalAuditPasses(op)+1 >= rec.ProbeBudget
 	reported := len(op.EffectsReportedAfterFailure()) + len(op.EffectsClosedAfterFailure())
@@ -73,7 +81,7 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 	var ev operation.Event
 	switch why := s.skewExceeded(op, found, before, now); {
 	case len(unheld) > 0 && holderWaiting && !exhausted:
-		ev = s.withdrawalAuditDeferred(op, source, found, nil, coverage, now,
+		ev = s.withdrawalAuditDeferred(op, source, found, nil, coverage, horizonOf, now,
 			fmt.Sprintf("%s on the target not named by the fact's holder %s, which is still %s: it may be that operation's own",
 				strings.Join(unheld, ", "), holder.Handle, holder.State))
 	case len(unheld) > 0 && reported < op.Attempts():
@@ -105,7 +113,7 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 		}
 		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator, Detail: detail}
 	default:
-		ev = s.withdrawalAuditDeferred(op, source, found, err, coverage, now, "")
+		ev = s.withdrawalAuditDeferred(op, source, found, err, coverage, horizonOf, now, "")
 	}
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)
@@ -113,14 +121,14 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 
 // withdrawalAuditDeferred schedules the next search: after the backoff,
 // and not before the provider's index can cover the audit's reach.
-func (s *Service) withdrawalAuditDeferred(op operation.Operation, source string, found tools.ProbeResult, err error, coverage, now time.Time, why string) operation.Event {
+func (s *Service) withdrawalAuditDeferred(op operation.Operation, source string, found tools.ProbeResult, err error, coverage time.Time, horizonOf string, now time.Time, why string) operation.Event {
 	detail, readyIn := found.Detail, found.ReadyIn
 	if err != nil {
 		detail = "lookup failed: " + tools.ErrorDetail(err)
 	} else if found.IndexedThrough.Before(coverage) {
 		readyIn = max(readyIn, coverage.Sub(found.IndexedThrough))
-		detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (the commit horizon plus the audit's grace %s)",
-			coverage.UTC().Format(time.RFC3339Nano), s.cfg.Executor.AuditGrace()))
+		detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (%s plus the audit's grace %s)",
+			coverage.UTC().Format(time.RFC3339Nano), horizonOf, s.cfg.Executor.AuditGrace()))
 	}
 	next := now.Add(s.wait(withdrawalAuditPasses(op)))
 	if ready := now.Add(min(readyIn, backoffCap)); ready.After(next) {
@@ -178,7 +186,12 @@ func holderNote(holder operation.Operation) string {
 	if holder.Handle == "" {
 		return "; the fact is not held by any operation"
 	}
-	if ids := holder.EffectEvidence(); len(ids) > 0 {
+	ids := holder.EffectEvidence()
+	switch {
+	case len(ids) > 0 && holder.EffectFoundBySearch():
+		return fmt.Sprintf("; the fact's holder %s (%s) names %s, which it found by search: either effect may be the withdrawn request's",
+			holder.Handle, holder.State, strings.Join(ids, ", "))
+	case len(ids) > 0:
 		return fmt.Sprintf("; the fact's holder %s (%s) names %s", holder.Handle, holder.State, strings.Join(ids, ", "))
 	}
 	return fmt.Sprintf("; the fact's holder %s is %s", holder.Handle, holder.State)
