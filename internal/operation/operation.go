@@ -7,10 +7,11 @@ import (
 )
 
 // MaxJournal bounds the journal so an item stays far below DynamoDB's 400 KB
-// limit. The reconciler's probe and retry budgets escalate long before it is
-// reached; reaching it anyway is refused, not truncated, so history is never
-// silently lost.
-const MaxJournal = 64
+// limit (server-written events are well under 1 KB; an operator's evidence,
+// the longest, is at most 1,000 characters). The reconciler's probe and
+// retry budgets escalate long before it is reached; reaching it anyway is
+// refused, not truncated, so history is never silently lost.
+const MaxJournal = 80
 
 // Operation is one business write and everything known about it.
 type Operation struct {

@@ -174,6 +174,7 @@ func JournalNeeds(r tools.Recovery) int {
 	// Plus the duplicate audit (at most ProbeBudget searches) and one
 	// stale dispatcher's evidence per attempt. A withdrawal instead of the
 	// escalation is audited in as many searches, and may add per attempt
-	// one effect its audit reports and an operator's closing of it.
-	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts + 2*attempts
+	// one effect its audit reports; each report, the audit's or a stale
+	// dispatcher's, may be closed by an operator on its own.
+	return 2 + attempts*(1+r.ProbeBudget) + r.RetryBudget + 1 + 1 + r.ProbeBudget + attempts + attempts + 2*attempts
 }

@@ -976,3 +976,28 @@ func TestAWithdrawalAndABindingAtOnceNeverBothLand(t *testing.T) {
 	}
 	t.Logf("withdrawn first %d times, bound first %d times", withdrawn, bound)
 }
+
+// The journal's bound keeps an item within DynamoDB's 400 KB: a journal
+// filled to it, every event carrying an operator's longest evidence, is
+// written and read whole. (DynamoDB counts UTF-8 bytes, so even four-byte
+// characters throughout would be 80 x 4 KB; the local engine counts
+// non-ASCII text differently, so the test writes ASCII.)
+func TestAJournalAtItsBoundOfTheLongestEventsFitsInOneItem(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	op := newOp(t, "client-a", "op-00000002", "bk|long", "r")
+	f.insert(t, op)
+	op, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	op, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	longest := strings.Repeat("x", 1000) // the operator tool's MaxEvidenceRunes
+	for i := 0; len(op.Journal) < operation.MaxJournal; i++ {
+		op, err = f.st.Transition(ctx, op, operation.Event{Type: operation.EventProbeInconclusive, At: t0.Add(time.Duration(i+2) * time.Second),
+			NextAt: t0.Add(time.Hour), Detail: longest})
+		require.NoError(t, err, "event %d", i)
+	}
+	got, err := f.st.Get(ctx, op.Handle)
+	require.NoError(t, err)
+	assert.Len(t, got.Journal, operation.MaxJournal)
+}
