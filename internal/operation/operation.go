@@ -131,8 +131,8 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 	if ev.At.IsZero() {
 		return Operation{}, invalid("event.at", "must be set")
 	}
-	if op.State == StateFailed && ev.Type == EventOperatorFailed && len(op.EffectsReportedAfterFailure()) == 0 {
-		return Operation{}, fmt.Errorf("%w: %s has no effect reported after it failed to close", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
+	if op.State == StateFailed && ev.Type == EventOperatorFailed && !op.AwaitsOperator() {
+		return Operation{}, fmt.Errorf("%w: %s has no effect reported after it failed, nor an escalated withdrawal audit, to close", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
 	}
 	if op.State == StateFailed && ev.Type != EventEvidenceRecorded && ev.Type != EventOperatorFailed && !op.WithdrawalAuditPending() {
 		return Operation{}, fmt.Errorf("%w: %s has no withdrawal audit pending", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
@@ -239,6 +239,29 @@ func (op Operation) NeedsReconciliation() bool {
 // provider breaking its promise has not finished.
 func (op Operation) WithdrawalAuditPending() bool {
 	return op.State == StateFailed && !op.DueAt.IsZero()
+}
+
+// WithdrawalAuditEscalated: op's withdrawal audit ended for an operator
+// (duplicate_audit_exhausted: it could not finish, or found more than op
+// could have made) and no operator has closed it since.
+func (op Operation) WithdrawalAuditEscalated() bool {
+	escalated := false
+	for _, ev := range op.Journal {
+		switch {
+		case ev.From == StateFailed && ev.Type == EventAuditExhausted:
+			escalated = true
+		case ev.From == StateFailed && ev.Type == EventOperatorFailed:
+			escalated = false
+		}
+	}
+	return op.State == StateFailed && escalated
+}
+
+// AwaitsOperator: op FAILED and something an operator must close is open
+// on it: an effect reported after it failed, or its withdrawal's audit
+// ended for an operator. Its record is kept until then.
+func (op Operation) AwaitsOperator() bool {
+	return op.State == StateFailed && (len(op.EffectsReportedAfterFailure()) > 0 || op.WithdrawalAuditEscalated())
 }
 
 // AuditPending: op SUCCEEDED after a re-send (or with evidence of another

@@ -693,6 +693,37 @@ func TestAWithdrawnOperationAwaitingItsAuditIsDueAndKept(t *testing.T) {
 	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(cleanAt.Add(retention).Unix())}, item["expires_at"])
 }
 
+// A withdrawal's audit that ends for an operator leaves the due index but
+// keeps its record past the retention, as an effect reported after failure
+// does: the operator's closing starts the retention.
+func TestAWithdrawnOperationWhoseAuditEndedForAnOperatorIsKeptUntilClosed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const retention = 48 * time.Hour
+	st, err := store.New(f.db, store.Config{Table: f.table, Retention: retention})
+	require.NoError(t, err)
+	op := newOp(t, "client-a", "op-withdraw-02", "bk|withdraw-exhausted", "r")
+	f.insert(t, op)
+	unknown, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
+	require.NoError(t, err)
+	retryable, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(5 * time.Second),
+		NextAt: t0.Add(7 * time.Second), LateCommitsBounded: true})
+	require.NoError(t, err)
+	withdrawn, err := st.Transition(ctx, retryable, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(6 * time.Second), NextAt: t0.Add(40 * time.Second)})
+	require.NoError(t, err)
+
+	exhausted, err := st.Transition(ctx, withdrawn, operation.Event{Type: operation.EventAuditExhausted, At: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	item := f.rawItem(t, "op#"+op.Handle)
+	assert.NotContains(t, item, "gsi1pk", "no longer the reconciler's")
+	assert.NotContains(t, item, "expires_at", "an operator must close it first")
+
+	closedAt := t0.Add(time.Hour)
+	_, err = st.Transition(ctx, exhausted, operation.Event{Type: operation.EventOperatorFailed, At: closedAt, Actor: "oncall"})
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(closedAt.Add(retention).Unix())}, f.rawItem(t, "op#"+op.Handle)["expires_at"])
+}
+
 // conflicting answers the first `times` requests of action itself, as
 // DynamoDB does when another transaction holds one of their items: a
 // transaction cancelled whole with a TransactionConflict reason, a single

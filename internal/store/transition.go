@@ -205,12 +205,13 @@ func (s *Store) operationUpdate(current, next operation.Operation, ev operation.
 	} else {
 		update = update.Remove(expression.Name(attrGSI1PK)).Remove(expression.Name(attrGSI1SK))
 	}
-	if next.State == operation.StateFailed && len(next.EffectsReportedAfterFailure()) == 0 && !next.WithdrawalAuditPending() {
+	if next.State == operation.StateFailed && !next.AwaitsOperator() && !next.WithdrawalAuditPending() {
 		set(attrExpires, s.expiry(next))
 	} else {
 		// Kept: live work (a withdrawal's audit included), a fact that
-		// stays true, or a FAILED operation with an effect reported after
-		// all, an incident whose record must outlive the retention.
+		// stays true, or a FAILED operation an operator must close (an
+		// effect reported after all, a withdrawal's audit that could not
+		// finish), an incident whose record must outlive the retention.
 		update = update.Remove(expression.Name(attrExpires))
 	}
 	condition := expression.Name(attrVersion).Equal(expression.Value(current.Version)).

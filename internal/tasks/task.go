@@ -87,6 +87,9 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 		if cancelled(op) {
 			t.Status = StatusCancelled
 			t.StatusMessage = "cancelled before it was sent; nothing was executed"
+			if op.MayHaveReachedProvider() {
+				t.StatusMessage = "cancelled after its request was proven absent at the provider; it is not sent again"
+			}
 		} else if op.State == operation.StateEscalated {
 			t.StatusMessage = escalatedMessage(op, operator) + " (after it had settled: the result says why)"
 		} else if op.State == operation.StateSucceeded {
@@ -106,7 +109,10 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 			t.StatusMessage += ", but the provider later reported an effect (" + strings.Join(openIDs, ", ") +
 				"); an operator must look; do not ask for it again"
 		}
-		if op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) == 0 {
+		if op.WithdrawalAuditEscalated() && len(openIDs) == 0 {
+			t.StatusMessage += "; whether the provider committed it after all could not be checked, and an operator is looking"
+		}
+		if op.State == operation.StateFailed && !op.AwaitsOperator() {
 			ttl := updated.Add(tm.Retention).Sub(created).Milliseconds()
 			t.TTLMs = &ttl
 		}

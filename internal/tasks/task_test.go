@@ -166,3 +166,33 @@ func TestARetryableTaskThatMayStillCommitNeitherClaimsProofNorOffersCancel(t *te
 	assert.Contains(t, task.StatusMessage, "proven not executed")
 	assert.Contains(t, task.StatusMessage, "tasks/cancel")
 }
+
+// A task withdrawn after its request was proven absent says so, not that
+// it was never sent; and while the withdrawal's audit has ended for an
+// operator, the task says an operator is looking and is kept.
+func TestAWithdrawnTaskSaysWhatItsAuditLeftOpen(t *testing.T) {
+	op := walk(t, operation.EventClientTimeout)
+	var err error
+	for i, ev := range []operation.Event{
+		{Type: operation.EventProbeNotFound, LateCommitsBounded: true},
+		{Type: operation.EventClientCancelled, NextAt: t0.Add(time.Minute)},
+		{Type: operation.EventAuditExhausted},
+	} {
+		ev.At = t0.Add(time.Duration(i+2) * time.Second)
+		op, err = op.Apply(ev)
+		require.NoError(t, err)
+		task, err := tasks.View(op, "tsk_x", nil, "release-oncall", timing)
+		require.NoError(t, err)
+		if ev.Type == operation.EventProbeNotFound {
+			continue
+		}
+		assert.Equal(t, tasks.StatusCancelled, task.Status)
+		assert.Contains(t, task.StatusMessage, "proven absent at the provider")
+		if ev.Type == operation.EventAuditExhausted {
+			assert.Contains(t, task.StatusMessage, "an operator is looking")
+			assert.Nil(t, task.TTLMs, "kept until an operator closes it")
+		} else {
+			assert.NotContains(t, task.StatusMessage, "operator")
+		}
+	}
+}

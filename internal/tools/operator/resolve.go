@@ -97,10 +97,11 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 	}
 	next := &tools.NextAction{Tool: packet.ToolGetOperation, Arguments: packet.ReadArgs(op),
 		Hint: "read the operation's review packet"}
-	reported := op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) > 0
+	reported := op.AwaitsOperator()
 	if op.State != operation.StateEscalated && !reported {
 		return operation.Operation{}, tools.Fail(tools.CodePreconditionFailed, false, next,
-			"only ESCALATED operations, and FAILED ones with an effect reported after they failed, are resolved by an operator; this one is %s", op.State)
+			"only ESCALATED operations, and FAILED ones with an effect reported after they failed or a withdrawal audit that could not finish, "+
+				"are resolved by an operator; this one is %s", op.State)
 	}
 	evidence = strings.TrimSpace(evidence)
 	if evidence == "" || !utf8.ValidString(evidence) || utf8.RuneCountInString(evidence) > MaxEvidenceRunes {
@@ -131,6 +132,9 @@ func Resolve(ctx context.Context, ex *tools.Executor, family tools.WriteTool, ca
 			return operation.Operation{}, err
 		}
 		ev.Type, ev.Result = operation.EventOperatorFailed, "reported_effects_closed"
+		if len(op.EffectsReportedAfterFailure()) == 0 {
+			ev.Result = "withdrawal_audit_closed"
+		}
 		ev.Detail += "\n" + ReportedEffectsClosedStatement
 		if r.LateCommitsRuledOut {
 			ev.Detail += "\n" + LateCommitsRuledOutStatement
@@ -217,10 +221,17 @@ func record(ctx context.Context, ex *tools.Executor, op operation.Operation, ev 
 // op failed, so it is refused with what to do instead.
 func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.WriteTool, op operation.Operation, r Resolution, next *tools.NextAction) (string, error) {
 	ids := op.EffectsReportedAfterFailure()
+	// What is open: reported effects, or (with none reported) a withdrawal
+	// audit that could not finish, which leaves the operator to search.
+	open, gone := "its effect "+strings.Join(ids, ", ")+" was reported", strings.Join(ids, ", ")+" is gone"
+	if len(ids) == 0 {
+		open, gone = "its withdrawal's audit, which looks for a late commit of it, could not finish; search the provider for its fact",
+			"nothing of this operation is left"
+	}
 	if r.Outcome != ResolutionFailed {
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"this operation FAILED, and then its effect %s was reported; FAILED is final and its business fact was released "+
-				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. %s", strings.Join(ids, ", "), howToClose)
+			"this operation FAILED, and then %s; FAILED is final and its business fact was released "+
+				"(another operation may hold it now), so it cannot be resolved SUCCEEDED. %s", open, howToClose)
 	}
 	if r.ResourceID != "" {
 		return "", tools.Fail(tools.CodeInvalidArgument, false, nil,
@@ -228,7 +239,7 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	}
 	if !r.EffectsRemoved {
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"effects of this operation were reported after it FAILED (%s). %s", strings.Join(ids, ", "), howToClose)
+			"this operation FAILED, and then %s. %s", open, howToClose)
 	}
 	holder, err := factHolder(ctx, ex, op)
 	if err != nil {
@@ -242,12 +253,12 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	switch {
 	case err != nil:
 		f := tools.Fail(tools.CodeTemporaryUnavailable, true, next,
-			"the provider could not be asked whether %s is gone; nothing was recorded; resolve again shortly", strings.Join(ids, ", "))
+			"the provider could not be asked whether %s; nothing was recorded; resolve again shortly", gone)
 		f.Cause = err
 		return "", f
 	case res.Unnamed:
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider reports effects for this operation without naming them, so it cannot show %s gone; nothing was recorded", strings.Join(ids, ", "))
+			"the provider reports effects for this operation without naming them, so it cannot show that %s; nothing was recorded", gone)
 	}
 	holdersEffect := func(id string) bool { return holder.State == operation.StateSucceeded && id == holder.ResourceID }
 	var left []string
@@ -271,11 +282,16 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	case !r.LateCommitsRuledOut:
 		// Not the journal's word nor the provider's promise: the reported
 		// effect is a request of this operation that committed although
-		// the journal, and the promise, said it could not.
+		// the journal, and the promise, said it could not; or the audit
+		// that was to check the promise could not.
+		why := "the provider committed a request of this operation after it was recorded FAILED"
+		if len(ids) == 0 {
+			why = "the audit that checks the provider kept its promise for this operation could not finish"
+		}
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
-			"the provider committed a request of this operation after it was recorded FAILED, so neither the journal nor the provider's "+
+			"%s, so neither the journal nor the provider's "+
 				"commit deadline rules out another; close it only once the provider confirms no request of it can still commit, "+
-				"with late_commits_ruled_out: true")
+				"with late_commits_ruled_out: true", why)
 	}
 	found := make([]string, 0, len(ids)+1)
 	for _, id := range ids {
@@ -287,6 +303,13 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	}
 	if holder.State == operation.StateSucceeded && holder.ResourceID != "" && !slices.Contains(res.Matches, holder.ResourceID) {
 		found = append(found, "the verified effect "+holder.ResourceID+" of "+holder.Handle+", which holds the fact now, is not found at the provider either")
+	}
+	if len(ids) == 0 {
+		what := "nothing is found at the provider for the fact"
+		if len(res.Matches) > 0 {
+			what = "the provider shows for the fact only " + strings.Join(res.Matches, ", ") + ", the verified effect of " + holder.Handle + ", which holds the fact now"
+		}
+		found = append([]string{"after a withdrawal audit that could not finish, " + what}, found...)
 	}
 	return serverFindingMarker + " " + strings.Join(found, "; ") + "]", nil
 }

@@ -176,6 +176,11 @@ func NextAction(op operation.Operation) tools.NextAction {
 					"); an operator must deal with it at the provider and close it with resolve_operation; " +
 					"do not ask for this again, not even with a new operation_id"}
 		}
+		if op.WithdrawalAuditEscalated() {
+			return tools.NextAction{Tool: ToolResolveOperation, Arguments: map[string]string{"handle": op.Handle},
+				Hint: "withdrawn after its request was proven absent, but the audit that checks the provider kept its promise could not finish; " +
+					"an operator must search the provider for the fact and close it with resolve_operation"}
+		}
 		return tools.NextAction{
 			Hint: "the write failed without effect; if the action is still wanted it is a new intent: call the tool again with a NEW operation_id"}
 	case operation.StateSucceeded:

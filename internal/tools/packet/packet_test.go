@@ -277,3 +277,28 @@ func TestARetryablePacketClaimsProvenAbsenceOnlyWhereTheEffectIsRuledOut(t *test
 	require.True(t, bounded.EffectRuledOut())
 	assert.Contains(t, packet.NextAction(bounded).Hint, "proven absent")
 }
+
+// A withdrawal whose audit could not finish is an operator's to close:
+// the packet says so and points at resolve_operation; closed, it is an
+// ordinary failure again.
+func TestAWithdrawalWhoseAuditCouldNotFinishPointsTheOperatorAtResolve(t *testing.T) {
+	op := exampleOp(t)
+	var err error
+	for i, ev := range []operation.Event{
+		{Type: operation.EventProbeNotFound, LateCommitsBounded: true},
+		{Type: operation.EventClientCancelled, NextAt: probeAt.Add(time.Hour)},
+		{Type: operation.EventAuditExhausted, Detail: "escalated to release-oncall: withdrawal audit could not complete after 8 searches"},
+	} {
+		ev.At = probeAt.Add(time.Duration(i) * time.Minute)
+		op, err = op.Apply(ev)
+		require.NoError(t, err)
+	}
+
+	next := packet.NextAction(op)
+	assert.Equal(t, packet.ToolResolveOperation, next.Tool)
+	assert.Contains(t, next.Hint, "could not finish")
+
+	closed, err := op.Apply(operation.Event{Type: operation.EventOperatorFailed, At: probeAt.Add(time.Hour), Actor: "op-olga"})
+	require.NoError(t, err)
+	assert.Empty(t, packet.NextAction(closed).Tool)
+}
