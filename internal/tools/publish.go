@@ -72,6 +72,14 @@ func ViewOf(op operation.Operation, statusTool, handleArg string) StateView {
 			return StateView{IsError: true, Code: CodeOperationFailed, Next: query,
 				Message: "recorded failed without effect, but the provider later reported an effect (" + strings.Join(ids, ", ") + ")"}
 		}
+		if op.WithdrawalAuditEscalated() {
+			// Withdrawn on the provider's promise not to commit later, and
+			// the audit that checks it could not finish: a late commit is
+			// not ruled out, and a new request would then make a second.
+			query.Hint = "an operator is checking the provider for a late effect; wait for the resolution before asking for this again"
+			return StateView{IsError: true, Code: CodeOperationFailed, Next: query,
+				Message: "withdrawn after its request was proven absent at the provider; whether the provider kept its promise not to commit it later could not be checked, and an operator is looking"}
+		}
 		query.Hint = "proven no effect; a new attempt needs a new operation_id"
 		return StateView{IsError: true, Code: CodeOperationFailed, Message: "failed without effect", RetryAllowed: true, Next: query}
 	case operation.StateEscalated:

@@ -109,3 +109,30 @@ func TestAWithdrawalWhoseAuditIsStillDueIsNotAnOperatorsToClose(t *testing.T) {
 	_, err = closeReported(f, f.family, op, "nothing to see")
 	requireFailure(t, err, tools.CodePreconditionFailed)
 }
+
+// A caller who asks about a withdrawal whose audit could not finish is not
+// told its request failed without effect and may be asked for again: if
+// the provider committed it late, a new request would make a second
+// ticket. It is told an operator is checking, and to wait for them. Once
+// the operator has closed the audit, the ordinary answer stands.
+func TestACallerIsNotInvitedToRetryAWithdrawalWhoseAuditCouldNotFinish(t *testing.T) {
+	f := newFixture(t, 0)
+	op := withdrawnWithAnExhaustedAudit(t, f)
+
+	v := tools.ViewOf(op, "get_operation", "operation_id")
+	assert.True(t, v.IsError)
+	assert.Equal(t, tools.CodeOperationFailed, v.Code)
+	assert.False(t, v.RetryAllowed, "a new request could duplicate a late commit nobody has ruled out")
+	assert.NotContains(t, v.Message, "failed without effect")
+	assert.Contains(t, v.Message, "could not be checked")
+	assert.Contains(t, v.Next.Hint, "operator")
+	assert.NotContains(t, v.Next.Hint, "new attempt")
+	res := f.family.Render(alice, tools.Submission{Operation: op}).Body.(release.Result)
+	assert.Equal(t, v.Message, res.Message, "a replay of the create says the same")
+
+	closed, err := closeReported(f, f.family, op, "searched the console (INC-10)")
+	require.NoError(t, err)
+	v = tools.ViewOf(closed, "get_operation", "operation_id")
+	assert.True(t, v.RetryAllowed)
+	assert.Equal(t, "failed without effect", v.Message)
+}
