@@ -129,25 +129,12 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 	// effect needs no human.
 	tooOld := rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge
 
-	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
-		// A probe cut short would be counted without asking the provider.
-		return skip(res, "too little time left for a whole probe"), nil
-	}
 	before := s.cfg.Executor.Now()
-	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
-	found, err := family.Probe(pctx, op)
-	cancel()
-	res.ErrorClass = tools.ErrorClass(err)
-	if err != nil && ctx.Err() != nil {
-		// Our own invocation ran out; that says nothing about the provider.
-		return res, fmt.Errorf("reconcile %s: probe interrupted: %w", op.Handle, ctx.Err())
+	answer, asked, err := s.search(ctx, family, op, tooOld, "probe", &res)
+	if !asked {
+		return res, err
 	}
-	if tools.NeverSent(err) && !tooOld {
-		// The provider was never asked (its connections all still held by
-		// requests it is working on): nothing to count against the probe
-		// budget. An unreachable provider still escalates by max age.
-		return skip(res, "probe not sent: "+tools.ErrorDetail(err)), nil
-	}
+	found, err := answer.found, answer.err
 	now = s.cfg.Executor.Now()
 	if why := s.skewExceeded(op, found, before, now); why != "" {
 		ev := operation.Event{Type: operation.EventClockSkewExceeded, At: now, Source: "reconciler", Actor: s.cfg.Operator,
@@ -274,6 +261,42 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 	return res, nil
 }
 
+// providerAnswer is what one search of the provider returned.
+type providerAnswer struct {
+	found tools.ProbeResult
+	err   error
+}
+
+// search asks the provider once about op's intended effect, within the
+// downstream budget, and returns its answer with asked true. asked is
+// false when the search must not count: too little of the invocation is
+// left for a whole one (a search cut short would be counted without
+// asking the provider), or the provider was never asked (its connections
+// all held by requests it is still working on) and op is not past its max
+// age, so nothing is spent of a budget an unreachable provider still
+// exhausts by age. res then says why; err is set only when our own
+// invocation ran out, which says nothing about the provider. what names
+// the search in both ("probe", "audit").
+func (s *Service) search(ctx context.Context, family tools.WriteTool, op operation.Operation, tooOld bool, what string, res *Result) (answer providerAnswer, asked bool, err error) {
+	budget := s.cfg.Executor.Budget()
+	if budget.Remaining(ctx) < budget.Downstream {
+		*res = skip(*res, "too little time left for a whole "+what)
+		return answer, false, nil
+	}
+	pctx, cancel := budget.DownstreamContext(ctx)
+	answer.found, answer.err = family.Probe(pctx, op)
+	cancel()
+	res.ErrorClass = tools.ErrorClass(answer.err)
+	if answer.err != nil && ctx.Err() != nil {
+		return answer, false, fmt.Errorf("reconcile %s: %s interrupted: %w", op.Handle, what, ctx.Err())
+	}
+	if tools.NeverSent(answer.err) && !tooOld {
+		*res = skip(*res, what+" not sent: "+tools.ErrorDetail(answer.err))
+		return answer, false, nil
+	}
+	return answer, true, nil
+}
+
 // duplicateAudit is the one more search by intended effect after a
 // re-send, once the provider's commit horizon has passed (or at once when
 // a stale dispatcher journalled another effect). A second effect turns the
@@ -281,22 +304,12 @@ func (s *Service) retry(ctx context.Context, family tools.WriteTool, op operatio
 // until the audit is clean.
 func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
 	rec := family.Recovery()
-	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
-		return skip(res, "too little time left for a whole audit search"), nil
-	}
 	before := now
-	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
-	found, err := family.Probe(pctx, op)
-	cancel()
-	res.ErrorClass = tools.ErrorClass(err)
-	if err != nil && ctx.Err() != nil {
-		return res, fmt.Errorf("reconcile %s: audit interrupted: %w", op.Handle, ctx.Err())
+	answer, asked, err := s.search(ctx, family, op, rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge, "audit", &res)
+	if !asked {
+		return res, err
 	}
-	if tools.NeverSent(err) && !(rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge) {
-		// Not asked: the audit stays due and its budget unspent. A provider
-		// unreachable past the max age still ends in the budget's escalation.
-		return skip(res, "audit not sent: "+tools.ErrorDetail(err)), nil
-	}
+	found, err := answer.found, answer.err
 	now = s.cfg.Executor.Now()
 	source := found.Source
 	if source == "" {

@@ -36,21 +36,13 @@ const ResultNotHeld = "match_not_held"
 // missed one costs a duplicate).
 func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, op operation.Operation, now time.Time, res Result) (Result, error) {
 	rec := family.Recovery()
-	if budget := s.cfg.Executor.Budget(); budget.Remaining(ctx) < budget.Downstream {
-		return skip(res, "too little time left for a whole audit search"), nil
-	}
 	tooOld := rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge
 	before := now
-	pctx, cancel := s.cfg.Executor.Budget().DownstreamContext(ctx)
-	found, err := family.Probe(pctx, op)
-	cancel()
-	res.ErrorClass = tools.ErrorClass(err)
-	if err != nil && ctx.Err() != nil {
-		return res, fmt.Errorf("reconcile %s: withdrawal audit interrupted: %w", op.Handle, ctx.Err())
+	answer, asked, err := s.search(ctx, family, op, tooOld, "withdrawal audit", &res)
+	if !asked {
+		return res, err
 	}
-	if tools.NeverSent(err) && !tooOld {
-		return skip(res, "withdrawal audit not sent: "+tools.ErrorDetail(err)), nil
-	}
+	found, err := answer.found, answer.err
 	var holder operation.Operation
 	if err == nil {
 		var herr error

@@ -663,19 +663,10 @@ func TestAWithdrawnOperationAwaitingItsAuditIsDueAndKept(t *testing.T) {
 	const retention = 48 * time.Hour
 	st, err := store.New(f.db, store.Config{Table: f.table, Retention: retention})
 	require.NoError(t, err)
-	op := newOp(t, "client-a", "op-withdraw-01", "bk|withdraw", "r")
-	f.insert(t, op)
-	unknown, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
-	require.NoError(t, err)
-	retryable, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(5 * time.Second),
-		NextAt: t0.Add(7 * time.Second), LateCommitsBounded: true})
-	require.NoError(t, err)
 	auditAt := t0.Add(40 * time.Second)
-	withdrawn, err := st.Transition(ctx, retryable, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(6 * time.Second), NextAt: auditAt})
-	require.NoError(t, err)
-	require.True(t, withdrawn.WithdrawalAuditPending())
+	withdrawn := f.withdrawnAwaitingAudit(t, st, "op-withdraw-01", "bk|withdraw", auditAt)
 
-	assert.NotContains(t, f.rawItem(t, "op#"+op.Handle), "expires_at", "awaiting its audit")
+	assert.NotContains(t, f.rawItem(t, "op#"+withdrawn.Handle), "expires_at", "awaiting its audit")
 	assert.Empty(t, f.rawItem(t, "bk#request_risk_review|bk|withdraw"), "the fact is released at once")
 	page, err := st.Due(ctx, auditAt.Add(-time.Millisecond), 10, "")
 	require.NoError(t, err)
@@ -688,7 +679,7 @@ func TestAWithdrawnOperationAwaitingItsAuditIsDueAndKept(t *testing.T) {
 	cleanAt := auditAt.Add(time.Second)
 	_, err = st.Transition(ctx, withdrawn, operation.Event{Type: operation.EventAuditClean, At: cleanAt})
 	require.NoError(t, err)
-	item := f.rawItem(t, "op#"+op.Handle)
+	item := f.rawItem(t, "op#"+withdrawn.Handle)
 	assert.NotContains(t, item, "gsi1pk")
 	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(cleanAt.Add(retention).Unix())}, item["expires_at"])
 }
@@ -702,26 +693,37 @@ func TestAWithdrawnOperationWhoseAuditEndedForAnOperatorIsKeptUntilClosed(t *tes
 	const retention = 48 * time.Hour
 	st, err := store.New(f.db, store.Config{Table: f.table, Retention: retention})
 	require.NoError(t, err)
-	op := newOp(t, "client-a", "op-withdraw-02", "bk|withdraw-exhausted", "r")
-	f.insert(t, op)
-	unknown, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
-	require.NoError(t, err)
-	retryable, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(5 * time.Second),
-		NextAt: t0.Add(7 * time.Second), LateCommitsBounded: true})
-	require.NoError(t, err)
-	withdrawn, err := st.Transition(ctx, retryable, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(6 * time.Second), NextAt: t0.Add(40 * time.Second)})
-	require.NoError(t, err)
+	withdrawn := f.withdrawnAwaitingAudit(t, st, "op-withdraw-02", "bk|withdraw-exhausted", t0.Add(40*time.Second))
 
 	exhausted, err := st.Transition(ctx, withdrawn, operation.Event{Type: operation.EventAuditExhausted, At: t0.Add(time.Minute)})
 	require.NoError(t, err)
-	item := f.rawItem(t, "op#"+op.Handle)
+	item := f.rawItem(t, "op#"+withdrawn.Handle)
 	assert.NotContains(t, item, "gsi1pk", "no longer the reconciler's")
 	assert.NotContains(t, item, "expires_at", "an operator must close it first")
 
 	closedAt := t0.Add(time.Hour)
 	_, err = st.Transition(ctx, exhausted, operation.Event{Type: operation.EventOperatorFailed, At: closedAt, Actor: "oncall"})
 	require.NoError(t, err)
-	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(closedAt.Add(retention).Unix())}, f.rawItem(t, "op#"+op.Handle)["expires_at"])
+	assert.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(closedAt.Add(retention).Unix())}, f.rawItem(t, "op#"+withdrawn.Handle)["expires_at"])
+}
+
+// withdrawnAwaitingAudit stores an operation whose create timed out, was
+// proven absent past its horizon and was withdrawn by its owner, its
+// withdrawal's audit due at auditAt.
+func (f fixture) withdrawnAwaitingAudit(t *testing.T, st *store.Store, opID, businessKey string, auditAt time.Time) operation.Operation {
+	t.Helper()
+	ctx := context.Background()
+	op := newOp(t, "client-a", opID, businessKey, "r")
+	f.insert(t, op)
+	unknown, err := st.Transition(ctx, op, operation.Event{Type: operation.EventClientTimeout, At: t0.Add(time.Second), NextAt: t0.Add(5 * time.Second)})
+	require.NoError(t, err)
+	retryable, err := st.Transition(ctx, unknown, operation.Event{Type: operation.EventProbeNotFound, At: t0.Add(5 * time.Second),
+		NextAt: t0.Add(7 * time.Second), LateCommitsBounded: true})
+	require.NoError(t, err)
+	withdrawn, err := st.Transition(ctx, retryable, operation.Event{Type: operation.EventClientCancelled, At: t0.Add(6 * time.Second), NextAt: auditAt})
+	require.NoError(t, err)
+	require.True(t, withdrawn.WithdrawalAuditPending())
+	return withdrawn
 }
 
 // conflicting answers the first `times` requests of action itself, as
