@@ -323,10 +323,20 @@ func (a *App) Invocation(ctx context.Context) (_ context.Context, done func()) {
 	}
 }
 
+// taskIDs mints task ids under the first configured key and verifies them
+// under every one (a rotation's previous key).
+func (a *App) taskIDs() (tasks.IDs, error) {
+	keys, err := tasks.Keys(a.Config.TaskIDKey)
+	if err != nil {
+		return tasks.IDs{}, fmt.Errorf("INTENTGATE_TASK_ID_KEY: %w", err)
+	}
+	return tasks.NewIDs(keys...)
+}
+
 // tasksExtension serves MCP Tasks for the write tools from the operation
 // table.
 func (a *App) tasksExtension(writes []tools.Published) (mcpserver.Extension, error) {
-	ids, err := tasks.NewIDs([]byte(a.Config.TaskIDKey))
+	ids, err := a.taskIDs()
 	if err != nil {
 		return mcpserver.Extension{}, fmt.Errorf("app: %w", err)
 	}

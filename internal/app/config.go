@@ -19,6 +19,7 @@ import (
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
+	"github.com/intentgate/intentgate/internal/tasks"
 )
 
 // DefaultStage is the Stage metric dimension when INTENTGATE_STAGE is unset.
@@ -109,6 +110,8 @@ type Config struct {
 	LogLevel   slog.Level // INTENTGATE_LOG_LEVEL, else AWS_LAMBDA_LOG_LEVEL (set by Lambda from LoggingConfig); default INFO
 	// TaskIDKey (INTENTGATE_TASK_ID_KEY, at least 32 bytes, the same on
 	// every instance) turns on the MCP Tasks extension; unset leaves it off.
+	// During a rotation it carries the new and the previous key separated
+	// by white space (tasks.Keys).
 	TaskIDKey string
 	// INTENTGATE_TASK_ID_KEY_PARAMETER: name of an SSM SecureString holding
 	// the task id key, read decrypted at cold start when TaskIDKey is
@@ -189,8 +192,10 @@ func (c Config) Validate() error {
 	if c.Table == "" {
 		errs = append(errs, errors.New("INTENTGATE_TABLE must not be empty"))
 	}
-	if c.TaskIDKey != "" && len(c.TaskIDKey) < 32 {
-		errs = append(errs, errors.New("INTENTGATE_TASK_ID_KEY: want at least 32 bytes (the same on every instance), or unset to turn MCP Tasks off"))
+	if c.TaskIDKey != "" {
+		if _, err := tasks.Keys(c.TaskIDKey); err != nil {
+			errs = append(errs, fmt.Errorf("INTENTGATE_TASK_ID_KEY: %w (one key of at least 32 bytes, or the new and the previous one separated by white space, the same on every instance; unset to turn MCP Tasks off)", err))
+		}
 	}
 	if !validStage(c.Stage) {
 		errs = append(errs, fmt.Errorf("INTENTGATE_STAGE=%q: want 1-64 letters, digits, '.', '_' or '-'", c.Stage))

@@ -133,6 +133,8 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"body cap above 256 KiB", "INTENTGATE_MAX_BODY_BYTES", "262145"},
 		{"body cap not a number", "INTENTGATE_MAX_BODY_BYTES", "64k"},
 		{"short task id key", "INTENTGATE_TASK_ID_KEY", "too-short-to-be-a-key"},
+		{"short previous task id key", "INTENTGATE_TASK_ID_KEY", strings.Repeat("k", 32) + " too-short-to-be-a-key"},
+		{"task id key twice", "INTENTGATE_TASK_ID_KEY", strings.Repeat("k", 32) + "\n" + strings.Repeat("k", 32)},
 		{"task id key parameter name", "INTENTGATE_TASK_ID_KEY_PARAMETER", "/intentgate/dev/task id key"},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/intentgate/intentgate/internal/tasks"
 )
 
 // ssmCallTimeout bounds one GetParameter: secrets are read at cold start,
@@ -67,8 +69,10 @@ func resolveAPIKeys(ctx context.Context, cfg Config, awsCfg aws.Config) (Config,
 		*w.dst = values[i]
 	}
 	// Validate saw no task id key yet when it comes from SSM.
-	if cfg.TaskIDKey != "" && len(cfg.TaskIDKey) < 32 {
-		return Config{}, fmt.Errorf("resolve INTENTGATE_TASK_ID_KEY_PARAMETER: ssm parameter %s: want at least 32 bytes (the same on every instance)", cfg.TaskIDKeyParameter)
+	if cfg.TaskIDKey != "" {
+		if _, err := tasks.Keys(cfg.TaskIDKey); err != nil {
+			return Config{}, fmt.Errorf("resolve INTENTGATE_TASK_ID_KEY_PARAMETER: ssm parameter %s: %w (one key of at least 32 bytes, or the new and the previous one separated by white space, the same on every instance)", cfg.TaskIDKeyParameter, err)
+		}
 	}
 	return cfg, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/enginetest"
 	"github.com/intentgate/intentgate/internal/obs"
+	"github.com/intentgate/intentgate/internal/tasks"
 	"github.com/intentgate/intentgate/internal/tools/release"
 )
 
@@ -217,4 +218,43 @@ func TestSSMReadsShareTheTracedAWSConfig(t *testing.T) {
 	assert.Equal(t, "1-6a8861ec-3c1f0e7d9b2a4c5e6f708194", doc["trace_id"])
 	assert.Equal(t, "GetParameter", doc["aws"].(map[string]any)["operation"])
 	assert.NotContains(t, body, "traced-secret", "the secret never enters a trace")
+}
+
+// A rotation writes "new old" into the parameter: the instances it starts
+// mint under the new key and still verify ids minted under the old one.
+func TestATaskIDKeyParameterMayCarryThePreviousKeyForARotation(t *testing.T) {
+	oldKey, newKey := strings.Repeat("o", 32), strings.Repeat("n", 44)
+	putSecureString(t, "/intentgate/test/rotated-task-id-key", newKey+"\n"+oldKey+"\n")
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":          "raw-key",
+		"INTENTGATE_TASK_ID_KEY_PARAMETER": "/intentgate/test/rotated-task-id-key",
+	})
+	a, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.NoError(t, err)
+
+	ids, err := a.taskIDs()
+	require.NoError(t, err)
+	before, err := tasks.NewIDs([]byte(oldKey))
+	require.NoError(t, err)
+	after, err := tasks.NewIDs([]byte(newKey))
+	require.NoError(t, err)
+	handle := "op_" + strings.Repeat("c", 26)
+	at := time.Date(2026, 12, 4, 5, 0, 0, 1, time.UTC)
+	_, ok := ids.Parse(before.For(handle, at))
+	assert.True(t, ok, "an id minted before the rotation still verifies")
+	_, ok = after.Parse(ids.For(handle, at))
+	assert.True(t, ok, "new ids are minted under the first key")
+}
+
+func TestAShortPreviousTaskIDKeyInItsSecureStringFailsTheColdStart(t *testing.T) {
+	putSecureString(t, "/intentgate/test/short-previous-task-id-key", strings.Repeat("n", 32)+" shortold")
+	cfg := engineConfig(t, map[string]string{
+		"INTENTGATE_RISK_API_KEY":          "raw-key",
+		"INTENTGATE_TASK_ID_KEY_PARAMETER": "/intentgate/test/short-previous-task-id-key",
+	})
+	_, err := Build(context.Background(), cfg, Options{Out: io.Discard})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "/intentgate/test/short-previous-task-id-key")
+	assert.Contains(t, err.Error(), "key 2 of 2")
+	assert.NotContains(t, err.Error(), "shortold", "the value never goes into an error")
 }

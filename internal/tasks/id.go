@@ -1,11 +1,14 @@
 package tasks
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +17,10 @@ import (
 
 // MinKeyBytes is the shortest task id key accepted.
 const MinKeyBytes = 32
+
+// MaxKeys bounds the keys an id is checked against: a forged id costs one
+// HMAC per key, and a rotation needs two.
+const MaxKeys = 4
 
 // IDs mints and checks task ids. A task id is the operation's handle, the
 // operation's creation time and a 128-bit HMAC of both under a server key:
@@ -25,17 +32,51 @@ const MinKeyBytes = 32
 // task must not name the new operation. Every replica holding the key
 // verifies every id without a store read, and nothing is written to mint
 // one.
+//
+// It may hold several keys, so the key can be rotated without turning
+// every outstanding task into "Task not found": ids are minted under the
+// first and verified under any (docs/design.md, "MCP Tasks").
 type IDs struct {
-	key []byte
+	keys [][]byte // keys[0] mints
 }
 
-// NewIDs returns an id codec for key (at least MinKeyBytes bytes). Every
-// instance answering tasks must share the key.
-func NewIDs(key []byte) (IDs, error) {
-	if len(key) < MinKeyBytes {
-		return IDs{}, errors.New("tasks: task id key must be at least 32 bytes")
+// NewIDs returns an id codec that mints under keys[0] and verifies under
+// every key (each at least MinKeyBytes bytes, at most MaxKeys, none
+// twice). Every instance answering tasks must verify what any other
+// mints.
+func NewIDs(keys ...[]byte) (IDs, error) {
+	switch {
+	case len(keys) == 0:
+		return IDs{}, errors.New("tasks: no task id key")
+	case len(keys) > MaxKeys:
+		return IDs{}, fmt.Errorf("tasks: %d task id keys, want at most %d", len(keys), MaxKeys)
 	}
-	return IDs{key: append([]byte(nil), key...)}, nil
+	ids := IDs{keys: make([][]byte, 0, len(keys))}
+	for i, key := range keys {
+		if len(key) < MinKeyBytes {
+			return IDs{}, fmt.Errorf("tasks: task id key %d of %d is %d bytes, want at least %d", i+1, len(keys), len(key), MinKeyBytes)
+		}
+		if slices.ContainsFunc(ids.keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
+			return IDs{}, fmt.Errorf("tasks: task id key %d of %d repeats an earlier one", i+1, len(keys))
+		}
+		ids.keys = append(ids.keys, bytes.Clone(key))
+	}
+	return ids, nil
+}
+
+// Keys reads a task id key setting: one key, or several separated by white
+// space, the one to mint under first (a rotation: "new old"). The keys
+// are checked as NewIDs checks them; an error never carries a key.
+func Keys(setting string) ([][]byte, error) {
+	fields := strings.Fields(setting)
+	keys := make([][]byte, len(fields))
+	for i, f := range fields {
+		keys[i] = []byte(f)
+	}
+	if _, err := NewIDs(keys...); err != nil {
+		return nil, err
+	}
+	return keys, nil
 }
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -68,7 +109,7 @@ func (r TaskRef) Names(op operation.Operation) bool {
 // outcome is unknown): it verifies, and reads as unknown.
 func (ids IDs) For(handle string, created time.Time) string {
 	stamp := stampOf(created)
-	return idPrefix + strings.TrimPrefix(handle, "op_") + "_" + stamp + "_" + ids.mac(handle, stamp)
+	return idPrefix + strings.TrimPrefix(handle, "op_") + "_" + stamp + "_" + mac(ids.keys[0], handle, stamp)
 }
 
 // Parse returns what a task id names, or false for any id this server did
@@ -87,7 +128,7 @@ func (ids IDs) Parse(taskID string) (TaskRef, bool) {
 	if len(parts) != 3 {
 		return TaskRef{}, false
 	}
-	handle, stamp, mac := "op_"+parts[0], parts[1], parts[2]
+	handle, stamp, given := "op_"+parts[0], parts[1], parts[2]
 	if operation.ValidateHandle(handle) != nil {
 		return TaskRef{}, false
 	}
@@ -95,14 +136,16 @@ func (ids IDs) Parse(taskID string) (TaskRef, bool) {
 	if !ok {
 		return TaskRef{}, false
 	}
-	if !hmac.Equal([]byte(mac), []byte(ids.mac(handle, stamp))) {
-		return TaskRef{}, false
+	for _, key := range ids.keys {
+		if hmac.Equal([]byte(given), []byte(mac(key, handle, stamp))) {
+			return TaskRef{Handle: handle, created: created}, true
+		}
 	}
-	return TaskRef{Handle: handle, created: created}, true
+	return TaskRef{}, false
 }
 
-func (ids IDs) mac(handle, stamp string) string {
-	m := hmac.New(sha256.New, ids.key)
+func mac(key []byte, handle, stamp string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("intentgate task id v2|" + handle + "|" + stamp))
 	return strings.ToLower(idEncoding.EncodeToString(m.Sum(nil)[:16]))
 }

@@ -100,3 +100,77 @@ func TestShortTaskIDKeyIsRefused(t *testing.T) {
 	_, err := tasks.NewIDs([]byte("short"))
 	assert.Error(t, err)
 }
+
+// A rotation without a window would turn every outstanding task into
+// "Task not found" the moment an instance starts with the new key. The
+// key setting carries the previous key behind the new one: ids minted
+// under either verify, new ids are minted under the first.
+func TestATaskIDMintedUnderThePreviousKeyStillVerifiesDuringARotation(t *testing.T) {
+	oldKey, newKey := []byte(strings.Repeat("o", 32)), []byte(strings.Repeat("n", 32))
+	before, err := tasks.NewIDs(oldKey)
+	require.NoError(t, err)
+	rotated, err := tasks.NewIDs(newKey, oldKey)
+	require.NoError(t, err)
+	handle := "op_" + strings.Repeat("a", 26)
+
+	outstanding := before.For(handle, created)
+	ref, ok := rotated.Parse(outstanding)
+	require.True(t, ok, "an id minted before the rotation verifies after it")
+	assert.True(t, ref.Names(opAt(handle, created)))
+
+	minted := rotated.For(handle, created)
+	assert.NotEqual(t, outstanding, minted, "new ids are minted under the first key")
+	newOnly, err := tasks.NewIDs(newKey)
+	require.NoError(t, err)
+	_, ok = newOnly.Parse(minted)
+	assert.True(t, ok, "and verify once the previous key is retired")
+	_, ok = newOnly.Parse(outstanding)
+	assert.False(t, ok, "an id minted under a retired key is unknown")
+}
+
+// The first step of a rotation puts the new key behind the one in use, so
+// an instance still holding only the old key verifies everything minted
+// meanwhile; only then does the new key move to the front.
+func TestTheFirstStepOfARotationMintsUnderTheKeyInUse(t *testing.T) {
+	oldKey, newKey := []byte(strings.Repeat("o", 32)), []byte(strings.Repeat("n", 32))
+	notYet, err := tasks.NewIDs(oldKey)
+	require.NoError(t, err)
+	stepOne, err := tasks.NewIDs(oldKey, newKey)
+	require.NoError(t, err)
+	stepTwo, err := tasks.NewIDs(newKey, oldKey)
+	require.NoError(t, err)
+	handle := "op_" + strings.Repeat("b", 26)
+
+	_, ok := notYet.Parse(stepOne.For(handle, created))
+	assert.True(t, ok, "an instance not yet restarted verifies what the first step mints")
+	_, ok = stepOne.Parse(stepTwo.For(handle, created))
+	assert.True(t, ok, "an instance still at the first step verifies what the second mints")
+}
+
+func TestTaskIDKeySettingCarriesOneKeyOrSeveralSeparatedByWhiteSpace(t *testing.T) {
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 40)
+	keys, err := tasks.Keys(a)
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{[]byte(a)}, keys)
+	keys, err = tasks.Keys(" " + a + "\n" + b + "\n")
+	require.NoError(t, err)
+	assert.Equal(t, [][]byte{[]byte(a), []byte(b)}, keys, "in order: the first mints")
+
+	for name, setting := range map[string]string{
+		"empty":               "  \n",
+		"a short key":         a + " short",
+		"the same key twice":  a + " " + a,
+		"more than four keys": strings.Join([]string{a, b, a + "1", b + "2", a + "3"}, " "),
+	} {
+		_, err := tasks.Keys(setting)
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "aaaa", "%s: the error must not carry a key", name)
+	}
+}
+
+func TestTaskIDsWithoutAKeyAreRefused(t *testing.T) {
+	_, err := tasks.NewIDs()
+	assert.Error(t, err)
+	_, err = tasks.NewIDs([]byte(strings.Repeat("k", 32)), []byte("short"))
+	assert.Error(t, err, "a short previous key too")
+}

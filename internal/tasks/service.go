@@ -56,7 +56,7 @@ type Service struct {
 
 // New validates the configuration.
 func New(cfg Config) (*Service, error) {
-	if cfg.Executor == nil || cfg.Caller == nil || len(cfg.IDs.key) == 0 {
+	if cfg.Executor == nil || cfg.Caller == nil || len(cfg.IDs.keys) == 0 {
 		return nil, errors.New("tasks: executor, caller and ids are required")
 	}
 	if cfg.Retention <= 0 {
