@@ -1,7 +1,7 @@
 // Command deploy is `make deploy` and `make destroy`: a one-command SAM
 // deployment of template.yaml to a real AWS account.
 //
-//	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes] [-republish]
+//	go run ./infra/deploy [-stack intentgate-dev] [-region us-east-1] [-guided] [-yes] [-republish] [-fix-forward]
 //	go run ./infra/deploy -destroy [-stack ...] [-region ...] [-yes]
 //
 // The first run (or -guided) asks for what the template cannot default:
@@ -76,7 +76,7 @@ func needsTerminal(ctx context.Context, args []string, stdin *os.File) error {
 // options are the command line.
 type options struct {
 	stack, region, venv, template, stateDir, buildDir string
-	guided, yes, destroy, republish                   bool
+	guided, yes, destroy, republish, fixForward       bool
 	// regionGiven: -region was on the command line (not a default).
 	regionGiven bool
 	// regionFrom says where a region not given came from.
@@ -97,6 +97,7 @@ func parseArgs(ctx context.Context, args []string) (options, error) {
 	fs.BoolVar(&o.yes, "yes", false, "no confirmation prompts (CI); fails instead of asking")
 	fs.BoolVar(&o.destroy, "destroy", false, "delete the stack (the operations table is retained)")
 	fs.BoolVar(&o.republish, "republish", false, "publish new versions even of unchanged code and answers (new instances read the SSM parameters again)")
+	fs.BoolVar(&o.fixForward, "fix-forward", false, "this deploy is rolled back only by the new version's own errors, not by the alarms the old version may be setting off (docs/runbook.md); not remembered")
 	if err := fs.Parse(args); err != nil {
 		var usage strings.Builder
 		fs.SetOutput(&usage)
@@ -283,6 +284,13 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer, r runn
 		return r.run(ctx, out, deployCommand(sam, samConfig, o, params, revisions)...)
 	}
 	params := withDefaults(tpl, answers)
+	// Never an answer: every deploy passes it, or sam deploy would keep a
+	// fix-forward's value for the deploys after it.
+	params["RollbackAlarms"] = "All"
+	if o.fixForward {
+		params["RollbackAlarms"] = "NewVersionErrors"
+		fmt.Fprintln(out, "Fixing forward: only the new version's own errors roll this deploy back; the other alarms still notify.")
+	}
 	if answers["ResourceUrl"] != "" {
 		if err := deploy(params); err != nil {
 			return fmt.Errorf("sam deploy: %w", err)

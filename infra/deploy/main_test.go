@@ -731,3 +731,32 @@ func TestAnAnswerLongerThanItsParameterAllowsIsRefusedBeforeTheBuild(t *testing.
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("at most %d characters", *p.MaxLength))
 }
+
+// The shared alarms (escalations, the auth alarm, stream failures) count
+// the old version too: while it sets them off, a canary of its fix would
+// be rolled back to it. -fix-forward deploys once with the new version's
+// own errors as the only rollback trigger; the next deploy has them all
+// again, since the choice is never remembered.
+func TestAFixForwardDeployIsRolledBackOnlyByTheNewVersionsOwnErrorsOnce(t *testing.T) {
+	aws := &fakeAWS{facts: accountFacts{Limit: 1000, Unreserved: 1000}, endpoint: "https://abc123.execute-api.eu-west-1.amazonaws.com/mcp"}
+	base := args(t, "-stack", "ig-fix")
+	require.NoError(t, run(context.Background(), base, strings.NewReader(firstRunAnswers), io.Discard, aws))
+	for _, d := range aws.deploys() {
+		assert.Equal(t, "All", overridesOf(d)["RollbackAlarms"], "every alarm rolls back by default")
+	}
+
+	fix := &fakeAWS{facts: aws.facts, endpoint: aws.endpoint, existing: true}
+	require.NoError(t, run(context.Background(), append(slices.Clone(base), "-fix-forward"), strings.NewReader(""), io.Discard, fix))
+	require.Len(t, fix.deploys(), 1)
+	fixed := overridesOf(fix.deploys()[0])
+	assert.Equal(t, "NewVersionErrors", fixed["RollbackAlarms"])
+
+	after := &fakeAWS{facts: aws.facts, endpoint: aws.endpoint, existing: true}
+	require.NoError(t, run(context.Background(), base, strings.NewReader(""), io.Discard, after))
+	require.Len(t, after.deploys(), 1)
+	next := overridesOf(after.deploys()[0])
+	assert.Equal(t, "All", next["RollbackAlarms"], "passed again: sam deploy would keep the fix-forward's value")
+	delete(fixed, "RollbackAlarms")
+	delete(next, "RollbackAlarms")
+	assert.Equal(t, fixed, next, "and nothing else differs: the rollback alarms are not part of a version")
+}

@@ -284,6 +284,56 @@ func TestTemplateDeploysThroughACanaryRolledBackByAlarms(t *testing.T) {
 	}
 }
 
+// TestTemplateLetsADeployThatFixesWhatSetsOffTheSharedAlarmsBeRolledBackOnlyByItsOwnErrors:
+// escalations, the auth alarm and stream failures are counted for the whole
+// stack, whichever version caused them. While the version being replaced
+// sets them off, every deploy of its fix would be rolled back to it. With
+// RollbackAlarms=NewVersionErrors (make deploy ARGS=-fix-forward) the only
+// rollback trigger of each function is the Lambda errors of the version
+// this deploy published; the default keeps every alarm.
+func TestTemplateLetsADeployThatFixesWhatSetsOffTheSharedAlarmsBeRolledBackOnlyByItsOwnErrors(t *testing.T) {
+	tpl := loadTemplate(t)
+	p := tpl.root.get("Parameters", "RollbackAlarms")
+	require.NotNil(t, p, "template.yaml has no RollbackAlarms parameter")
+	assert.Equal(t, "All", p.get("Default").Value)
+	for _, mode := range []string{"false", "true"} {
+		values := maps.Clone(templateSamples)
+		if mode == "true" {
+			maps.Copy(values, map[string]string{"GatewayJwtAuthorizer": "true", "JwtAudience": "https://mcp.example.com/mcp", "GatewayRequiredScope": "s"})
+		}
+		every := tpl.evaluator(t, values)
+		values["RollbackAlarms"] = "NewVersionErrors"
+		own := tpl.evaluator(t, values)
+		for _, fn := range tpl.functions(t) {
+			pref := tpl.resource(t, fn.id).get("Properties", "DeploymentPreference")
+			all, _, err := every.eval(pref.get("Alarms"))
+			require.NoError(t, err)
+			fixForward, _, err := own.eval(pref.get("Alarms"))
+			require.NoError(t, err)
+			require.Len(t, fixForward, 1, "%s, GatewayJwtAuthorizer=%s: one rollback trigger when fixing forward", fn.id, mode)
+			assert.Subset(t, all, fixForward, fn.id)
+			assert.Greater(t, len(all.([]any)), 1, "%s: the default keeps the shared alarms", fn.id)
+
+			id := strings.TrimPrefix(strings.TrimSuffix(fixForward.([]any)[0].(string), "-PLACEHOLDER"), "intentgate-test-")
+			metrics := metricsOfAlarm(tpl.resource(t, id))
+			require.NotEmpty(t, metrics, id)
+			for _, m := range metrics {
+				assert.Equal(t, "AWS/Lambda", m.get("Namespace").Value, "%s: %s", fn.id, id)
+				assert.Equal(t, "Errors", m.get("MetricName").Value, "%s: %s", fn.id, id)
+				executed := false
+				for _, d := range m.get("Dimensions").Content {
+					if (*yamlNode)(d).get("Name").Value != "ExecutedVersion" {
+						continue
+					}
+					name, arg := intrinsic((*yamlNode)(d).get("Value"))
+					executed = name == "Fn::GetAtt" && arg.Value == fn.id+".Version.Version"
+				}
+				assert.True(t, executed, "%s: %s must count only the errors of the version this deploy published", fn.id, id)
+			}
+		}
+	}
+}
+
 // TestTemplateRolesGrantOnlyWhatTheStoreCalls compares the DynamoDB actions
 // of both roles with the calls internal/store makes: nothing the code does
 // not call (no Query on the table, no ConditionCheckItem, no Scan), DeleteItem
