@@ -162,7 +162,7 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		id := found.Matches[0]
 		ev = operation.Event{Type: operation.EventProbeFoundOne, Source: source, Result: ResultOneExactMatch,
 			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail,
-			NextAt: s.cfg.Executor.AuditAt(op, rec)}
+			NextAt: s.cfg.Executor.AuditAt(op, rec, true)}
 	case len(found.Matches) > 1:
 		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches,
 			Duplicates: len(found.Matches),

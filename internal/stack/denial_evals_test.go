@@ -110,6 +110,20 @@ func TestDenialEval_timeout_after_provider_commit_verify_existing_effect(t *test
 	st := r.Release.Stats()
 	assert.Equal(t, 1, st.CreateCalls)
 	assert.Equal(t, 1, st.TicketsCommitted, "one ticket exists")
+	// The ticket was found by search: the Release API keeps no request
+	// identity, so until the duplicate audit has looked past the create's
+	// commit deadline and the grace, it is not shown to be the only one.
+	refused, isErr := r.approve(t, "deploy-ticket-payments-8bc911d")
+	require.True(t, isErr, refused)
+	assert.Contains(t, refused["message"], "found by a search after the create's answer was lost")
+
+	r.clock.Advance(time.Minute) // past the commit deadline, the grace and the settle window
+	rep = r.sweep(t)
+	assert.Equal(t, 1, rep.Transitions, "the duplicate audit")
+	after := r.packet(t, "deploy-ticket-payments-8bc911d")
+	assert.Equal(t, []string{"intent_recorded", "provider_dispatch_started", "response_missing", "reconciliation_check", "reconciliation_check"},
+		timelineEvents(after), "the probe, then the audit")
+	assert.Equal(t, false, after["dependent_actions_blocked"])
 	_, isErr = r.approve(t, "deploy-ticket-payments-8bc911d")
 	assert.False(t, isErr, "the verified ticket may be approved")
 }

@@ -424,7 +424,7 @@ func (e *Executor) Dispatch(ctx context.Context, tool WriteTool, op operation.Op
 			} else {
 				ev = operation.Event{Type: operation.EventCreateSucceeded, Source: "effect_verifier", Result: "expected_effect_present",
 					ResourceID: effect.ResourceID, Receipt: Receipt(op.Handle, effect.ResourceID),
-					NextAt: e.AuditAt(op, tool.Recovery())}
+					NextAt: e.AuditAt(op, tool.Recovery(), false)}
 			}
 		}
 		timedOut := dctx.Err() != nil
@@ -505,13 +505,20 @@ func (e *Executor) FirstProbeAt(op operation.Operation, rec Recovery) time.Time 
 	return at
 }
 
-// AuditAt is when the duplicate audit of op's latest dispatch is due: after
-// a re-send to a provider without request idempotency, once the commit
-// horizon of every dispatch plus the audit's grace (AuditGrace) has passed,
-// and the family's settle window (the provider's index lag) after that.
-// Zero when no audit is needed.
-func (e *Executor) AuditAt(op operation.Operation, rec Recovery) time.Time {
-	if rec.IdempotentCreate || op.Attempts() < 2 {
+// AuditAt is when the duplicate audit of op's latest dispatch is due, for
+// a provider without request idempotency: after a re-send, or when the
+// effect op settles on was found by a search (foundBySearch: a probe's one
+// match) rather than answered to a create of its own. The provider keeps
+// no request identity, so a found effect may be another request's (a
+// withdrawn one's late commit) while op's own create may still land. Due
+// once the commit horizon of every dispatch plus the audit's grace
+// (AuditGrace) has passed, and the family's settle window (the provider's
+// index lag) after that. Zero when no audit is needed.
+func (e *Executor) AuditAt(op operation.Operation, rec Recovery, foundBySearch bool) time.Time {
+	if rec.IdempotentCreate {
+		return time.Time{}
+	}
+	if op.Attempts() < 2 && !(foundBySearch && op.MayHaveReachedProvider()) {
 		return time.Time{}
 	}
 	return e.AuditCoverage(op).Add(rec.SettleWindow)

@@ -260,7 +260,12 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider reports effects for this operation without naming them, so it cannot show that %s; nothing was recorded", gone)
 	}
-	holdersEffect := func(id string) bool { return holder.State == operation.StateSucceeded && id == holder.ResourceID }
+	// A holder still due for its duplicate audit has not shown that its
+	// effect is its own and the only one: one it found by search may be
+	// this operation's late commit while the holder's own create may
+	// still land.
+	settled := holder.State == operation.StateSucceeded && !holder.AuditPending()
+	holdersEffect := func(id string) bool { return settled && id == holder.ResourceID }
 	var left []string
 	for _, m := range res.Matches {
 		if !holdersEffect(m) {
@@ -268,10 +273,14 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 		}
 	}
 	switch {
-	case len(left) > 0 && holder.Handle != "" && holder.State != operation.StateSucceeded:
+	case len(left) > 0 && holder.Handle != "" && !settled:
+		state := string(holder.State)
+		if holder.AuditPending() {
+			state += ", its duplicate audit not yet done"
+		}
 		return "", tools.Fail(tools.CodePreconditionFailed, true, next,
 			"the provider shows %s for this operation's fact, which may be the effect of %s, the operation holding the fact now (%s): "+
-				"do not remove it; close this once that operation has settled; nothing was recorded", strings.Join(left, ", "), holder.Handle, holder.State)
+				"do not remove it; close this once that operation has settled; nothing was recorded", strings.Join(left, ", "), holder.Handle, state)
 	case len(left) > 0:
 		return "", tools.Fail(tools.CodePreconditionFailed, false, next,
 			"the provider still shows %s for this operation's fact, and no operation holds it as its verified effect; "+

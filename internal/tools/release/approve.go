@@ -47,7 +47,14 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 	switch op.State {
 	case operation.StateSucceeded:
 		if op.AuditPending() {
-			return Approval{}, refuse("ticket creation was re-sent; the duplicate audit has not yet shown it is the only ticket; wait for it")
+			why := "ticket creation was re-sent"
+			if op.Attempts() < 2 {
+				// The Release API keeps no request identity: a ticket found
+				// by search may be another request's while this one's own
+				// create may still commit.
+				why = "the ticket was found by a search after the create's answer was lost"
+			}
+			return Approval{}, refuse("%s; the duplicate audit has not yet shown it is the only ticket; wait for it", why)
 		}
 		if op.Outcome != operation.OutcomeCommittedAndVerified || op.Receipt == "" || op.ResourceID == "" {
 			return Approval{}, refuse("ticket creation succeeded but is not verified with a ticket id and receipt; an operator must look")

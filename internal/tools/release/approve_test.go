@@ -59,6 +59,10 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		{"failed with a ticket reported afterwards", walk(t, operation.Event{Type: operation.EventProbeMultiple}, operation.Event{Type: operation.EventOperatorFailed},
 			operation.Event{Type: operation.EventEvidenceRecorded, ResourceID: "ticket-9474"}), "ticket-9474"},
 		{"another family", foreignTool, "is not a deployment ticket"},
+		// A ticket found by search may be another request's while this
+		// one's create may still commit: its duplicate audit is pending.
+		{"ticket found by search, its audit pending", walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9475",
+			Receipt: "receipt-9475", NextAt: t0.Add(time.Minute)}), "the ticket was found by a search after the create's answer was lost; the duplicate audit has not yet shown it is the only ticket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := approver.Approve(alice, tc.op)
