@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,7 +163,9 @@ func (s *Service) probe(ctx context.Context, family tools.WriteTool, op operatio
 		id := found.Matches[0]
 		ev = operation.Event{Type: operation.EventProbeFoundOne, Source: source, Result: ResultOneExactMatch,
 			ResourceID: id, Receipt: tools.Receipt(op.Handle, id), Detail: found.Detail,
-			NextAt: s.cfg.Executor.AuditAt(op, rec, true)}
+			// A match the journal already names as op's own (a create
+			// answered but not verified) leaves no own create to come.
+			NextAt: s.cfg.Executor.AuditAt(op, rec, !slices.Contains(op.EffectEvidence(), id))}
 	case len(found.Matches) > 1:
 		ev = operation.Event{Type: operation.EventProbeMultiple, Source: source, Result: ResultMultipleMatches,
 			Duplicates: len(found.Matches),
@@ -335,10 +338,10 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	case err == nil && found.Authoritative && (rec.IdempotentCreate || found.LateCommitsBounded && graceCovered):
 		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultOneExactMatch,
 			Detail: joinDetail(found.Detail, "duplicate audit clean: one effect past the commit horizon and the audit's grace")}
-	case op.ProbeCount+1 >= rec.ProbeBudget:
+	case duplicateAuditPasses(op)+1 >= rec.ProbeBudget:
 		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator,
 			Detail: fmt.Sprintf("escalated to %s: duplicate audit could not complete after %d searches%s",
-				s.cfg.Operator, op.ProbeCount+1, approvalNote(op))}
+				s.cfg.Operator, duplicateAuditPasses(op)+1, approvalNote(op))}
 	default:
 		detail, readyIn := found.Detail, found.ReadyIn
 		if err != nil {
@@ -358,6 +361,20 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	}
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)
+}
+
+// duplicateAuditPasses counts the searches the duplicate audit deferred so
+// far: its own budget, apart from the probes before it. A ticket a probe
+// found after searches the provider hid must not leave its audit without
+// room for one more.
+func duplicateAuditPasses(op operation.Operation) int {
+	n := 0
+	for _, ev := range op.Journal {
+		if ev.From == operation.StateSucceeded && ev.Type == operation.EventAuditDeferred {
+			n++
+		}
+	}
+	return n
 }
 
 // approvalNote flags an incident whose operation could already have been

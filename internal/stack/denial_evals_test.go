@@ -115,7 +115,7 @@ func TestDenialEval_timeout_after_provider_commit_verify_existing_effect(t *test
 	// commit deadline and the grace, it is not shown to be the only one.
 	refused, isErr := r.approve(t, "deploy-ticket-payments-8bc911d")
 	require.True(t, isErr, refused)
-	assert.Contains(t, refused["message"], "found by a search after the create's answer was lost")
+	assert.Contains(t, refused["message"], "found by a search, not named by the create's own answer")
 
 	r.clock.Advance(time.Minute) // past the commit deadline, the grace and the settle window
 	rep = r.sweep(t)

@@ -184,6 +184,14 @@ func NextAction(op operation.Operation) tools.NextAction {
 		return tools.NextAction{
 			Hint: "the write failed without effect; if the action is still wanted it is a new intent: call the tool again with a NEW operation_id"}
 	case operation.StateSucceeded:
+		if op.AuditPending() {
+			// dependent_actions_blocked and approve_rollout say wait: so
+			// does the hint.
+			return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs,
+				Hint: "the effect is verified and has a receipt; a duplicate audit is still to show it is the only one " +
+					"(the provider keeps no request identity); read the operation again after " + op.DueAt.UTC().Format(time.RFC3339) +
+					"; do not send the write again and do not start dependent actions until then"}
+		}
 		return tools.NextAction{Hint: "the effect is verified and has a receipt; dependent actions may proceed"}
 	}
 	return tools.NextAction{Tool: ToolGetOperation, Arguments: readArgs, Hint: "read the operation again"}

@@ -52,7 +52,7 @@ func (f *Family) Approve(caller tools.Caller, op operation.Operation) (Approval,
 				// The Release API keeps no request identity: a ticket found
 				// by search may be another request's while this one's own
 				// create may still commit.
-				why = "the ticket was found by a search after the create's answer was lost"
+				why = "the ticket was found by a search, not named by the create's own answer"
 			}
 			return Approval{}, refuse("%s; the duplicate audit has not yet shown it is the only ticket; wait for it", why)
 		}

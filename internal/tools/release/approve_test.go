@@ -62,7 +62,7 @@ func TestApproveIsRefusedUntilTheTicketIsProven(t *testing.T) {
 		// A ticket found by search may be another request's while this
 		// one's create may still commit: its duplicate audit is pending.
 		{"ticket found by search, its audit pending", walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9475",
-			Receipt: "receipt-9475", NextAt: t0.Add(time.Minute)}), "the ticket was found by a search after the create's answer was lost; the duplicate audit has not yet shown it is the only ticket"},
+			Receipt: "receipt-9475", NextAt: t0.Add(time.Minute)}), "the ticket was found by a search, not named by the create's own answer; the duplicate audit has not yet shown it is the only ticket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := approver.Approve(alice, tc.op)

@@ -1,0 +1,31 @@
+package release_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/tools"
+	"github.com/intentgate/intentgate/internal/tools/packet"
+	"github.com/intentgate/intentgate/internal/tools/release"
+)
+
+// A ticket a probe found is SUCCEEDED with its duplicate audit pending for
+// the grace and a settle window. While it is, approve_rollout refuses and
+// the packet says dependent_actions_blocked: true; its next_action (and
+// the create's replay's) must not tell the agent to go ahead.
+func TestATicketWhoseAuditIsPendingDoesNotInviteDependentActions(t *testing.T) {
+	op := walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9475",
+		Receipt: "receipt-9475", NextAt: t0.Add(time.Minute)})
+	assert.True(t, op.AuditPending())
+	_, err := approver.Approve(alice, op)
+	assert.Error(t, err, "approve_rollout refuses")
+	p := packet.Build(op, alice)
+	assert.True(t, p.DependentActionsBlocked)
+	assert.NotContains(t, p.NextAction.Hint, "dependent actions may proceed",
+		"next_action contradicts dependent_actions_blocked and approve_rollout")
+	res := release.NewResult(alice, tools.Submission{Operation: op})
+	assert.NotContains(t, res.NextAction.Hint, "dependent actions may proceed", "the create's replay says the same")
+}
