@@ -661,3 +661,53 @@ func TestCheckerFlagsAWithdrawalWhoseAuditIsStillDue(t *testing.T) {
 	vs := Check(withdrawalEvidence(true, true))
 	require.Contains(t, invariantsOf(vs), InvSettled)
 }
+
+// auditedIncident is the clean history's operation re-sent by the
+// reconciler, SUCCEEDED on the re-send's answer with its duplicate audit
+// due, then turned into an incident by that audit: the provider committed
+// the first create too, past its promise. extraDispatch adds a second
+// provider_dispatch_started (a send no retry claim explains).
+func auditedIncident(t *testing.T, extraDispatch bool) Evidence {
+	t.Helper()
+	ev := cleanEvidence()
+	ev.EffectsByKey["0/risk|O20260728001"] = []string{"rv-1", "rv-2"}
+	op := *ev.Ops[0].Final
+	op.Journal = []operation.Event{
+		{Type: operation.EventIntentRecorded, At: t0, To: operation.StatePending},
+		{Type: operation.EventDispatchStarted, At: t0, From: operation.StatePending, To: operation.StatePending},
+		{Type: operation.EventClientTimeout, At: t0, From: operation.StatePending, To: operation.StateUnknown},
+		{Type: operation.EventProbeNotFound, At: t0.Add(time.Second), From: operation.StateUnknown, To: operation.StateRetryable},
+		{Type: operation.EventRetryClaimed, At: t0.Add(2 * time.Second), From: operation.StateRetryable, To: operation.StatePending},
+		{Type: operation.EventCreateSucceeded, At: t0.Add(2 * time.Second), From: operation.StatePending, To: operation.StateSucceeded,
+			ResourceID: "rv-1", NextAt: t0.Add(time.Minute)},
+		{Type: operation.EventAuditMultiple, At: t0.Add(time.Minute), From: operation.StateSucceeded, To: operation.StateEscalated, Duplicates: 2},
+	}
+	if extraDispatch {
+		op.Journal = append(op.Journal[:5:5], append([]operation.Event{{Type: operation.EventDispatchStarted, At: t0.Add(2 * time.Second),
+			From: operation.StatePending, To: operation.StatePending}}, op.Journal[5:]...)...)
+	}
+	op.State, op.Outcome, op.DuplicateResources, op.RetryCount = operation.StateEscalated, operation.OutcomeIncidentMultipleEffects, 2, 1
+	op.Version = int64(len(op.Journal) - 1)
+	ev.Ops[0].Final = &op
+	// The caller's replay, read while the audit was due, heard SUCCEEDED;
+	// the next one, after it, hears the incident.
+	ev.History.Calls[0].Start, ev.History.Calls[0].End = t0.Add(3*time.Second), t0.Add(4*time.Second)
+	later := ev.History.Calls[0]
+	later.Seq, later.Start, later.End, later.Status, later.Code = 2, t0.Add(2*time.Minute), t0.Add(2*time.Minute+time.Second),
+		string(operation.StateEscalated), "OPERATION_ESCALATED"
+	ev.History.Calls = append(ev.History.Calls, later)
+	return ev
+}
+
+// SUCCEEDED is final except for its duplicate audit (docs/design.md): an
+// answer given while the audit was due, which said so, may be followed by
+// the incident that audit raises over the reconciler's own re-send.
+func TestCheckerAcceptsASucceededAnswerItsDuplicateAuditTurnedIntoAnIncident(t *testing.T) {
+	require.Empty(t, Check(auditedIncident(t, false)))
+}
+
+// The same reversal after a send no retry claim explains (an own replay
+// sent again) is what invariant 3 is for.
+func TestCheckerFlagsASucceededAnswerReversedAfterASendNoRetryClaimExplains(t *testing.T) {
+	require.Contains(t, invariantsOf(Check(auditedIncident(t, true))), InvFirstAnswer)
+}
