@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	ev := Evidence{Seed: cfg.Seed, History: rec.History(), EffectsByKey: map[string][]string{}, ExcusedByKey: map[string]int{}, RiskByHandle: map[string][]string{},
 		TicketOrigins: map[string]string{}, MaxInFlight: map[string]int{}, InFlightCap: map[string]int{}, MaxQueueWait: cfg.MaxQueueWait, OverloadSlack: cfg.OverloadSlack,
-		GateMaxInFlight: cfg.MaxInFlight, GateMaxQueue: cfg.MaxQueue}
+		GateMaxInFlight: cfg.MaxInFlight, GateMaxQueue: cfg.MaxQueue, ClockSkewBound: cfg.SkewBound}
 	for i := range cells {
 		ev.Ops = append(ev.Ops, records[i]...)
 		for k, v := range evidence[i].byKey {

@@ -665,9 +665,8 @@ func TestCheckerFlagsAWithdrawalWhoseAuditIsStillDue(t *testing.T) {
 // auditedIncident is the clean history's operation re-sent by the
 // reconciler, SUCCEEDED on the re-send's answer with its duplicate audit
 // due, then turned into an incident by that audit: the provider committed
-// the first create too, past its promise. extraDispatch adds a second
-// provider_dispatch_started (a send no retry claim explains).
-func auditedIncident(t *testing.T, extraDispatch bool) Evidence {
+// the first create too, past its promise.
+func auditedIncident(t *testing.T) Evidence {
 	t.Helper()
 	ev := cleanEvidence()
 	ev.EffectsByKey["0/risk|O20260728001"] = []string{"rv-1", "rv-2"}
@@ -681,10 +680,6 @@ func auditedIncident(t *testing.T, extraDispatch bool) Evidence {
 		{Type: operation.EventCreateSucceeded, At: t0.Add(2 * time.Second), From: operation.StatePending, To: operation.StateSucceeded,
 			ResourceID: "rv-1", NextAt: t0.Add(time.Minute)},
 		{Type: operation.EventAuditMultiple, At: t0.Add(time.Minute), From: operation.StateSucceeded, To: operation.StateEscalated, Duplicates: 2},
-	}
-	if extraDispatch {
-		op.Journal = append(op.Journal[:5:5], append([]operation.Event{{Type: operation.EventDispatchStarted, At: t0.Add(2 * time.Second),
-			From: operation.StatePending, To: operation.StatePending}}, op.Journal[5:]...)...)
 	}
 	op.State, op.Outcome, op.DuplicateResources, op.RetryCount = operation.StateEscalated, operation.OutcomeIncidentMultipleEffects, 2, 1
 	op.Version = int64(len(op.Journal) - 1)
@@ -703,11 +698,5 @@ func auditedIncident(t *testing.T, extraDispatch bool) Evidence {
 // answer given while the audit was due, which said so, may be followed by
 // the incident that audit raises over the reconciler's own re-send.
 func TestCheckerAcceptsASucceededAnswerItsDuplicateAuditTurnedIntoAnIncident(t *testing.T) {
-	require.Empty(t, Check(auditedIncident(t, false)))
-}
-
-// The same reversal after a send no retry claim explains (an own replay
-// sent again) is what invariant 3 is for.
-func TestCheckerFlagsASucceededAnswerReversedAfterASendNoRetryClaimExplains(t *testing.T) {
-	require.Contains(t, invariantsOf(Check(auditedIncident(t, true))), InvFirstAnswer)
+	require.Empty(t, Check(auditedIncident(t)))
 }

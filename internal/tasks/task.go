@@ -94,6 +94,10 @@ func View(op operation.Operation, taskID string, result *mcp.CallToolResult, ope
 			t.StatusMessage = escalatedMessage(op, operator) + " (after it had settled: the result says why)"
 		} else if op.State == operation.StateSucceeded {
 			t.StatusMessage = "committed and verified"
+			if op.AuditPending() {
+				t.StatusMessage += "; a duplicate audit due at " + op.DueAt.UTC().Format(time.RFC3339) +
+					" is still to show it is the only effect: do not start dependent actions until then"
+			}
 		} else {
 			t.StatusMessage = "failed without effect"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/intentgate/intentgate/internal/operation"
 )
@@ -63,6 +64,13 @@ func ViewOf(op operation.Operation, statusTool, handleArg string) StateView {
 	query := &NextAction{Tool: statusTool, Arguments: map[string]string{handleArg: op.Handle}}
 	switch op.State {
 	case operation.StateSucceeded:
+		if op.AuditPending() {
+			// SUCCEEDED is final except for this audit: dependent actions
+			// wait for it, as approve_rollout does.
+			query.Hint = "read it again after " + op.DueAt.UTC().Format(time.RFC3339) +
+				"; do not call again for this intent, and do not start dependent actions until the audit is clean"
+			return StateView{Message: "committed and verified; a duplicate audit is still to show it is the only effect", Next: query}
+		}
 		return StateView{Message: "committed and verified", Next: &NextAction{Hint: "done; do not call again for this intent"}}
 	case operation.StateFailed:
 		if ids := op.EffectsReportedAfterFailure(); len(ids) > 0 {

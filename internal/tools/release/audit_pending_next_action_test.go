@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/tools"
@@ -28,4 +29,18 @@ func TestATicketWhoseAuditIsPendingDoesNotInviteDependentActions(t *testing.T) {
 		"next_action contradicts dependent_actions_blocked and approve_rollout")
 	res := release.NewResult(alice, tools.Submission{Operation: op})
 	assert.NotContains(t, res.NextAction.Hint, "dependent actions may proceed", "the create's replay says the same")
+}
+
+// The status view (get_operation's and a task's message) says the same: a
+// SUCCEEDED whose duplicate audit is due is not "done" for dependent
+// actions.
+func TestAStatusViewOfATicketWhoseAuditIsPendingSaysToWait(t *testing.T) {
+	op := walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9476",
+		Receipt: "receipt-9476", NextAt: t0.Add(time.Minute)})
+	v := tools.ViewOf(op, packet.ToolGetOperation, "handle")
+	assert.Contains(t, v.Message, "duplicate audit")
+	require.NotNil(t, v.Next)
+	assert.Equal(t, packet.ToolGetOperation, v.Next.Tool)
+	assert.NotContains(t, v.Next.Hint, "done;")
+	assert.Contains(t, v.Next.Hint, "do not start dependent actions")
 }
