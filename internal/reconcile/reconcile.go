@@ -338,10 +338,10 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	case err == nil && found.Authoritative && (rec.IdempotentCreate || found.LateCommitsBounded && graceCovered):
 		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultOneExactMatch,
 			Detail: joinDetail(found.Detail, "duplicate audit clean: one effect past the commit horizon and the audit's grace")}
-	case duplicateAuditPasses(op)+1 >= rec.ProbeBudget:
+	case auditPasses(op, operation.StateSucceeded)+1 >= rec.ProbeBudget:
 		ev = operation.Event{Type: operation.EventAuditExhausted, Source: source, Actor: s.cfg.Operator,
 			Detail: fmt.Sprintf("escalated to %s: duplicate audit could not complete after %d searches%s",
-				s.cfg.Operator, duplicateAuditPasses(op)+1, approvalNote(op))}
+				s.cfg.Operator, auditPasses(op, operation.StateSucceeded)+1, approvalNote(op))}
 	default:
 		detail, readyIn := found.Detail, found.ReadyIn
 		if err != nil {
@@ -352,7 +352,7 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 			detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (the commit horizon plus the audit's grace %s)",
 				coverage.UTC().Format(time.RFC3339Nano), s.cfg.Executor.AuditGrace()))
 		}
-		next := now.Add(s.wait(op.ProbeCount))
+		next := now.Add(s.wait(auditPasses(op, operation.StateSucceeded)))
 		if ready := now.Add(min(readyIn, backoffCap)); ready.After(next) {
 			next = ready
 		}
@@ -361,20 +361,6 @@ func (s *Service) duplicateAudit(ctx context.Context, family tools.WriteTool, op
 	}
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)
-}
-
-// duplicateAuditPasses counts the searches the duplicate audit deferred so
-// far: its own budget, apart from the probes before it. A ticket a probe
-// found after searches the provider hid must not leave its audit without
-// room for one more.
-func duplicateAuditPasses(op operation.Operation) int {
-	n := 0
-	for _, ev := range op.Journal {
-		if ev.From == operation.StateSucceeded && ev.Type == operation.EventAuditDeferred {
-			n++
-		}
-	}
-	return n
 }
 
 // approvalNote flags an incident whose operation could already have been

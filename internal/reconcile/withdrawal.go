@@ -67,7 +67,7 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 		}
 	}
 	covered := err == nil && found.Authoritative && found.LateCommitsBounded && !found.IndexedThrough.Before(coverage)
-	exhausted := tooOld || withdrawalAuditPasses(op)+1 >= rec.ProbeBudget
+	exhausted := tooOld || auditPasses(op, operation.StateFailed)+1 >= rec.ProbeBudget
 	reported := len(op.EffectsReportedAfterFailure()) + len(op.EffectsClosedAfterFailure())
 
 	var ev operation.Event
@@ -99,7 +99,7 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 		ev = operation.Event{Type: operation.EventAuditClean, Source: source, Result: ResultNotFound,
 			Detail: joinDetail(found.Detail, "withdrawal audit clean: nothing of the withdrawn request past the commit horizon and the audit's grace"+holderNote(holder))}
 	case exhausted:
-		detail := fmt.Sprintf("escalated to %s: withdrawal audit could not complete after %d searches", s.cfg.Operator, withdrawalAuditPasses(op)+1)
+		detail := fmt.Sprintf("escalated to %s: withdrawal audit could not complete after %d searches", s.cfg.Operator, auditPasses(op, operation.StateFailed)+1)
 		if err != nil {
 			detail = joinDetail(detail, "lookup failed: "+tools.ErrorDetail(err))
 		}
@@ -122,7 +122,7 @@ func (s *Service) withdrawalAuditDeferred(op operation.Operation, source string,
 		detail = joinDetail(detail, fmt.Sprintf("the index must reach %s (%s plus the audit's grace %s)",
 			coverage.UTC().Format(time.RFC3339Nano), horizonOf, s.cfg.Executor.AuditGrace()))
 	}
-	next := now.Add(s.wait(withdrawalAuditPasses(op)))
+	next := now.Add(s.wait(auditPasses(op, operation.StateFailed)))
 	if ready := now.Add(min(readyIn, backoffCap)); ready.After(next) {
 		next = ready
 	}
@@ -151,12 +151,15 @@ func (s *Service) factHolder(ctx context.Context, op operation.Operation) (opera
 	return holder, nil
 }
 
-// withdrawalAuditPasses counts the searches the withdrawal's audit
-// deferred so far: its own budget, apart from the probes before.
-func withdrawalAuditPasses(op operation.Operation) int {
+// auditPasses counts the searches an audit of op deferred so far from
+// state from (SUCCEEDED: the duplicate audit; FAILED: a withdrawal's): its
+// own budget, apart from the probes before it. A ticket a probe found
+// after searches the provider hid must not leave its audit without room
+// for one more.
+func auditPasses(op operation.Operation, from operation.State) int {
 	n := 0
 	for _, ev := range op.Journal {
-		if ev.From == operation.StateFailed && ev.Type == operation.EventAuditDeferred {
+		if ev.From == from && ev.Type == operation.EventAuditDeferred {
 			n++
 		}
 	}
