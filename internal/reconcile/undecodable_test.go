@@ -68,8 +68,17 @@ func TestUndecodableItemsAreBoundedPerSweep(t *testing.T) {
 // edit in the console would.
 func (f fixture) corrupt(t *testing.T, handle, attr, value string) {
 	t.Helper()
-	_, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(f.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}},
+	corruptItem(t, f.table, handle, attr, value)
+}
+
+// corruptItem sets an attribute of the item of the operation handle in
+// table to a string.
+func corruptItem(t *testing.T, table, handle, attr, value string) {
+	t.Helper()
+	db, err := engine.Client(context.Background())
+	require.NoError(t, err)
+	_, err = db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "op#" + handle}},
 		UpdateExpression:          aws.String("SET #a = :v"),
 		ExpressionAttributeNames:  map[string]string{"#a": attr},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: value}},

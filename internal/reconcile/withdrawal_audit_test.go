@@ -294,3 +294,32 @@ func (f releaseFixture) submitAs(t *testing.T, operationID string, mode releasea
 	require.NoError(t, err)
 	return sub.Operation
 }
+
+// The fact's holder is read to tell its ticket from a late one. A holder
+// item nobody can read (a hand edit in the console, a newer build's state
+// before a rollback) must not keep the withdrawal's audit failing on
+// every sweep for ever: each failed read spends one of the audit's
+// searches, and the budget ends with an operator, told why.
+func TestAWithdrawalAuditWhoseHolderCannotBeReadEndsWithTheOperator(t *testing.T) {
+	f := newReleaseFixture(t, releaseOptions{lag: time.Second, skew: 10 * time.Second})
+	ctx := context.Background()
+	withdrawn := f.withdrawAfterAbsence(t, releaseapi.CreateTimeoutBeforeCommit)
+	next := f.submitAs(t, "deploy-payments-again", "")
+	require.Equal(t, operation.StateSucceeded, next.State)
+	corruptItem(t, f.st.Table(), next.Handle, "version", "1")
+
+	op := withdrawn
+	for pass := 0; op.NeedsReconciliation(); pass++ {
+		require.Less(t, pass, 30, "the audit never ended: %+v", op.Journal)
+		if now := f.at(f.reconciler)(); op.DueAt.After(now) {
+			f.base.Advance(op.DueAt.Sub(now))
+		}
+		_, err := f.recon.Reconcile(ctx, op)
+		require.NoError(t, err, "pass %d: the unreadable holder is the audit's to record, not an error on every sweep", pass)
+		op = f.get(t, withdrawn.Handle)
+	}
+
+	assert.Equal(t, operation.StateFailed, op.State)
+	assert.True(t, op.WithdrawalAuditEscalated(), "journal: %+v", op.Journal)
+	assert.Contains(t, op.Journal[len(op.Journal)-1].Detail, "read the fact's holder "+next.Handle)
+}
