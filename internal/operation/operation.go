@@ -143,18 +143,28 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		return Operation{}, fmt.Errorf("%w: %s may still have an effect at the provider", &TransitionError{From: op.State, Event: ev.Type}, op.Handle)
 	}
 	ev.From, ev.To = op.State, to
+	decided := ev.Outcome != ""
 	switch {
-	case ev.Outcome != "":
+	case decided:
 	case op.State == StateFailed:
-		// A withdrawn caller was told its request failed without effect:
-		// the audit's end, however it ends, is an operator's concern.
-		ev.Outcome = op.Outcome
+		ev.Outcome = op.Outcome // settled below, once the event is journalled
 	default:
 		ev.Outcome = defaultOutcome(ev.Type, op.Outcome)
 	}
 
 	next := op
 	next.Journal = append(append([]Event(nil), op.Journal...), ev)
+	if op.State == StateFailed && !decided {
+		// FAILED stays FAILED, but the outcome is what is known about the
+		// effect: an effect reported after the failure, or a withdrawal's
+		// audit that could not finish, leaves the absence unproven until
+		// an operator closes it.
+		ev.Outcome = next.failureOutcome()
+		if next.AwaitsOperator() {
+			ev.Outcome = OutcomeVerificationInconclusive
+		}
+		next.Journal[len(next.Journal)-1].Outcome = ev.Outcome
+	}
 	next.State, next.Outcome = to, ev.Outcome
 	next.Version = op.Version + 1
 	next.UpdatedAt = ev.At
@@ -225,6 +235,16 @@ func (op Operation) Apply(ev Event) (Operation, error) {
 		next.DueAt = time.Time{}
 	}
 	return next, nil
+}
+
+// failureOutcome is the outcome op was given when it entered FAILED.
+func (op Operation) failureOutcome() Outcome {
+	for i := len(op.Journal) - 1; i >= 0; i-- {
+		if ev := op.Journal[i]; ev.To == StateFailed && ev.From != StateFailed {
+			return ev.Outcome
+		}
+	}
+	return OutcomeFailedWithoutEffect
 }
 
 // NeedsReconciliation reports whether the reconciler must look at op

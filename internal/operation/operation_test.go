@@ -593,19 +593,44 @@ func TestAWithdrawalsAuditIsScheduledByTheWithdrawalAndEndedOnlyByTheAudit(t *te
 	assert.False(t, late.NeedsReconciliation(), "evidence after the audit is an operator's, not a new audit")
 }
 
-// The withdrawn caller was told its request failed without effect; an
-// audit that cannot finish is an operator's concern and does not change
-// that answer (an effect it finds is journalled, not promoted, either).
-func TestAnExhaustedWithdrawalAuditKeepsTheFailedOutcome(t *testing.T) {
+// FAILED is final, but its outcome is what is known about the effect: an
+// effect reported after it, or a withdrawal's audit that could not finish,
+// leaves the absence unproven until an operator closes it, and the outcome
+// says so; the operator's closing makes it the failure's again.
+func TestAFailedOperationsOutcomeSaysWhenItsAbsenceIsNoLongerProven(t *testing.T) {
 	op := withdrawnAwaitingAudit(t)
 	require.Equal(t, operation.OutcomeFailedWithoutEffect, op.Outcome)
 
 	exhausted, err := op.Apply(operation.Event{Type: operation.EventAuditExhausted, At: t0.Add(time.Minute)})
-
 	require.NoError(t, err)
 	assert.Equal(t, operation.StateFailed, exhausted.State)
-	assert.Equal(t, operation.OutcomeFailedWithoutEffect, exhausted.Outcome)
+	assert.Equal(t, operation.OutcomeVerificationInconclusive, exhausted.Outcome, "a late commit is not ruled out")
 	assert.False(t, exhausted.NeedsReconciliation())
+
+	closed, err := exhausted.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(2 * time.Minute), Actor: "oscar"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, closed.Outcome, "the operator searched the provider and found nothing")
+
+	reported, err := closed.Apply(operation.Event{Type: operation.EventEvidenceRecorded, At: t0.Add(3 * time.Minute), ResourceID: "ticket-9"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.OutcomeVerificationInconclusive, reported.Outcome, "an effect exists that nobody has accounted for")
+	assert.Equal(t, reported.Outcome, reported.Journal[len(reported.Journal)-1].Outcome, "the journal records what the event decided")
+
+	removed, err := reported.Apply(operation.Event{Type: operation.EventOperatorFailed, At: t0.Add(4 * time.Minute), Actor: "oscar"})
+	require.NoError(t, err)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, removed.Outcome)
+}
+
+// A withdrawal's audit that ends clean or waits changes nothing the
+// caller was told.
+func TestAWithdrawalAuditThatFindsNothingKeepsTheFailedOutcome(t *testing.T) {
+	op := withdrawnAwaitingAudit(t)
+	deferred, err := op.Apply(operation.Event{Type: operation.EventAuditDeferred, At: t0.Add(time.Minute), NextAt: t0.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, deferred.Outcome)
+	clean, err := deferred.Apply(operation.Event{Type: operation.EventAuditClean, At: t0.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, operation.OutcomeFailedWithoutEffect, clean.Outcome)
 }
 
 // An effect a probe found may be another request's: only that, or an

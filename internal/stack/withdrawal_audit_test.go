@@ -66,6 +66,7 @@ func TestAWithdrawnTicketTheProviderCommitsLateIsReportedNotSilentlyDuplicated(t
 	p, isErr := call(t, r.deployer, packet.ToolGetOperation, map[string]any{"operation_id": "deploy-withdrawn-1"})
 	require.False(t, isErr, "%v", p)
 	assert.Equal(t, "FAILED", p["state"])
+	assert.Equal(t, "verification_inconclusive", p["outcome"], "an effect exists: failed_without_effect no longer holds")
 	next, _ := p["next_action"].(map[string]any)
 	hint, _ := next["hint"].(string)
 	assert.Contains(t, hint, "the provider later reported an effect (ticket-", "%v", p)
