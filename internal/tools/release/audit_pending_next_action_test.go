@@ -44,3 +44,17 @@ func TestAStatusViewOfATicketWhoseAuditIsPendingSaysToWait(t *testing.T) {
 	assert.NotContains(t, v.Next.Hint, "done;")
 	assert.Contains(t, v.Next.Hint, "do not start dependent actions")
 }
+
+// A create deduplicated onto that ticket is told where the ticket stands
+// too: "follow that operation" alone leaves an agent to read a SUCCEEDED
+// status as leave to start dependent actions while the audit is due.
+func TestACreateDeduplicatedOntoATicketWhoseAuditIsPendingSaysToWait(t *testing.T) {
+	op := walk(t, operation.Event{Type: operation.EventProbeFoundOne, ResourceID: "ticket-9477",
+		Receipt: "receipt-9477", NextAt: t0.Add(time.Minute)})
+
+	res := release.NewResult(alice, tools.Submission{Operation: op, Deduplicated: true})
+
+	assert.Equal(t, packet.ToolGetOperation, res.NextAction.Tool)
+	assert.Contains(t, res.NextAction.Hint, "do not create another ticket")
+	assert.Contains(t, res.NextAction.Hint, "do not start dependent actions")
+}

@@ -50,10 +50,13 @@ func NewResult(caller tools.Caller, sub tools.Submission) Result {
 	return r
 }
 
+// dedupNext points at the operation holding the target, and says what its
+// own next action says: a SUCCEEDED whose audit is due, or an incident,
+// is not leave to go on.
 func dedupNext(op operation.Operation, args map[string]string) tools.NextAction {
 	return tools.NextAction{Tool: packet.ToolGetOperation, Arguments: args,
 		Hint: "a ticket operation for this service, commit and environment already exists (state " + string(op.State) +
-			"); nothing was sent. Follow that operation; do not create another ticket"}
+			"); nothing was sent; do not create another ticket. That operation: " + packet.NextAction(op).Hint}
 }
 
 func optional(s string) *string {
