@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -378,16 +379,14 @@ func (a *agents) closeReported(ctx context.Context, h string, op operation.Opera
 // reads are the operations as the quiet phase left them; the operator
 // updates them with what it resolved, so they stay the final table.
 func (a *agents) operator(ctx context.Context, reads opReads, effects func(operation.Operation) ([]string, error)) error {
-	for h, op := range reads {
-		if op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) > 0 {
-			if err := a.closeReported(ctx, h, op, reads); err != nil {
-				return err
-			}
-			continue
+	closings, incidents := reads.operatorWork()
+	for _, h := range closings {
+		if err := a.closeReported(ctx, h, reads[h], reads); err != nil {
+			return err
 		}
-		if op.State != operation.StateEscalated {
-			continue
-		}
+	}
+	for _, h := range incidents {
+		op := reads[h]
 		found, err := effects(op)
 		if err != nil {
 			return err
@@ -419,6 +418,54 @@ func (a *agents) operator(ctx context.Context, reads opReads, effects func(opera
 			}
 		}
 		reads[h] = after
+	}
+	return reads.followHolders(ctx, a.c.observer)
+}
+
+// operatorWork lists what the operator acts on, each operation once under
+// its own handle (a key answered by deduplication reads as its holder: the
+// holder is acted on, not the key), in a fixed order: first the effects
+// reported after failure, whose closing cancels tickets at the provider,
+// then the incidents, which that closing may have left with one effect.
+func (r opReads) operatorWork() (closings, incidents []string) {
+	var unread []operation.Operation
+	for _, op := range r {
+		if _, ok := r[op.Handle]; !ok {
+			unread = append(unread, op) // a holder known only by a key bound to it
+		}
+	}
+	for _, op := range unread {
+		r[op.Handle] = op
+	}
+	for h, op := range r {
+		switch {
+		case h != op.Handle:
+		case op.State == operation.StateFailed && len(op.EffectsReportedAfterFailure()) > 0:
+			closings = append(closings, h)
+		case op.State == operation.StateEscalated:
+			incidents = append(incidents, h)
+		}
+	}
+	slices.Sort(closings)
+	slices.Sort(incidents)
+	return closings, incidents
+}
+
+// followHolders makes every key answered by deduplication read as its
+// holder does now: the operator's reads updated the holder's entry only.
+func (r opReads) followHolders(ctx context.Context, observer *store.Store) error {
+	for h, op := range r {
+		if h == op.Handle {
+			continue
+		}
+		holder, ok := r[op.Handle]
+		if !ok {
+			var err error
+			if holder, err = observer.Get(ctx, h); err != nil {
+				return fmt.Errorf("chaos: read %s: %w", h, err)
+			}
+		}
+		r[h] = holder
 	}
 	return nil
 }
