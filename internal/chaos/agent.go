@@ -375,6 +375,9 @@ func fillAnswer(c *Call, res *mcp.CallToolResult) {
 	}
 	str := func(k string) string { s, _ := body[k].(string); return s }
 	c.Code, c.Status, c.Outcome = str("code"), str("status"), str("outcome")
+	if c.IsError {
+		c.Message = str("message")
+	}
 	if c.Status == "" {
 		c.Status = str("state")
 	}

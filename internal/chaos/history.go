@@ -28,6 +28,7 @@ type Call struct {
 	Cancelled      bool
 	IsError        bool
 	Code           string
+	Message        string // an error answer's message, for the report
 	Status         string
 	Outcome        string
 	Handle         string // review_id, ticket_handle or handle in the answer

@@ -358,7 +358,7 @@ func (a *agents) closeReported(ctx context.Context, h string, op operation.Opera
 		"late_commits_ruled_out": true, "evidence": fmt.Sprintf("cancelled %v in the release queue; the quiet phase is over, "+
 			"so no request of this operation can still commit", removed)}, 0, false, nil)
 	if answer.IsError || !answer.Answered() {
-		why := fmt.Sprintf("resolve_operation answered %s %s %s", answer.Code, answer.Status, answer.TransportError)
+		why := fmt.Sprintf("resolve_operation answered %s %s %s %s", answer.Code, answer.Status, answer.TransportError, answer.Message)
 		a.c.rec.Fault(a.c.idx, FaultCloseRefused, why, h)
 		fmt.Fprintf(a.c.cfg.Progress, "chaos: cell %d: closing %s refused: %s\n", a.c.idx, h, why)
 	}
