@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentgate/intentgate/internal/requestid"
 )
 
 // Config describes the server to MCP clients.
@@ -106,6 +110,10 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 			return nil, fmt.Errorf("mcpserver: extension %s: %w", ext.ID, err)
 		}
 	}
+	// Added last, so it is the outermost: the SDK runs method handlers on
+	// a goroutine of its own and recovers nothing, so a panic anywhere
+	// below would end the process and every request in flight.
+	server.AddReceivingMiddleware(recoverPanics(logger))
 
 	envelope, err := errorEnvelopeSchema(errorCodes(cfg.ErrorCodes))
 	if err != nil {
@@ -186,6 +194,25 @@ func (h minLevelHandler) WithGroup(name string) slog.Handler {
 // included; a handler budgeting its downstream calls needs it. Cancellation
 // is deliberately not restored: a caller hanging up ends its wait, not an
 // operation already under way.
+// recoverPanics answers a method whose handling panicked with -32603 and
+// logs the panic; a tool call's own panic is caught closer to the tool
+// (registeredTool.handle), where its answer can say the outcome is unknown.
+func recoverPanics(logger *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (result mcp.Result, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					logger.ErrorContext(ctx, "method handler panicked", "method", method,
+						"request_id", requestid.From(ctx).Request, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					result, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+						Message: "internal error while handling " + method + "; if it started a write, its outcome is unknown: call again with the same operation_id"}
+				}
+			}()
+			return next(ctx, method, req)
+		}
+	}
+}
+
 func withRequestDeadline(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if info := requestInfoFrom(ctx); info != nil && info.hasDeadline {

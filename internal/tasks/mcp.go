@@ -59,6 +59,7 @@ const ProtocolExtension = "2026-07-28"
 func (s *Service) Install(server *mcp.Server) error {
 	server.AddReceivingMiddleware(s.middleware)
 	if err := mcp.AddReceivingCustomMethod(server, MethodGet, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
+		p = paramsOrEmpty(p)
 		v1, err := methodAt(ctx, ss, MethodGet)
 		if err != nil {
 			return nil, err
@@ -78,6 +79,7 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodCancel, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (mcp.Result, error) {
+		p = paramsOrEmpty(p)
 		v1, err := methodAt(ctx, ss, MethodCancel)
 		if err != nil {
 			return nil, err
@@ -97,6 +99,7 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodUpdate, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
+		p = paramsOrEmpty(p)
 		// 2025-11-25 has no tasks/update.
 		if rev := revision(ctx, ss); rev < ProtocolExtension {
 			return nil, errUnknownMethod(MethodUpdate, rev)
@@ -112,6 +115,7 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if err := mcp.AddReceivingCustomMethod(server, MethodResult, func(ctx context.Context, ss *mcp.ServerSession, p *TaskParams) (*mcp.CallToolResult, error) {
+		p = paramsOrEmpty(p)
 		if rev := revision(ctx, ss); rev != ProtocolV1 {
 			return nil, errUnknownMethod(MethodResult, rev)
 		}
@@ -120,6 +124,16 @@ func (s *Service) Install(server *mcp.Server) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	return nil
+}
+
+// paramsOrEmpty: a request without params (or "params": null) reaches a
+// method handler as nil; it names no task, and is answered as one naming
+// an unknown task is.
+func paramsOrEmpty(p *TaskParams) *TaskParams {
+	if p == nil {
+		return &TaskParams{}
+	}
+	return p
 }
 
 // MetaCancel is the _meta member of a 2026-07-28 tasks/cancel

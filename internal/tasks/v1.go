@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentgate/intentgate/internal/mcpserver"
 	"github.com/intentgate/intentgate/internal/operation"
+	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools"
 )
 
@@ -190,16 +191,19 @@ func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method str
 }
 
 // unknownV1 is the task of a key whose insert's answer was lost: the task
-// as the table has it if one read finds the operation, else a working
-// task that says the outcome is unknown and how to learn it. Its id names
-// the operation the lost insert would have recorded (sub.AttemptedAt), so
-// tasks/get resolves exactly when that insert applied, and answers "not
-// found" when it did not. (A lost binding, which answers the key with
-// another key's operation, is not named by it: that task stays unknown.)
+// as the table has it if the key records this call's arguments, else a
+// working task that says the outcome is unknown and how to learn it (as
+// the plain call says; called again, a key taken by other arguments is
+// refused IDEMPOTENCY_CONFLICT, never answered with the other intent's
+// task). Its id names the operation the lost insert would have recorded
+// (sub.AttemptedAt), so tasks/get resolves exactly when that insert
+// applied, and answers "not found" when it did not. (A lost binding, which
+// answers the key with another key's operation, is not named by it: that
+// task stays unknown.)
 func (s *Service) unknownV1(ctx context.Context, sub tools.Submission) *CreateTaskResultV1 {
 	key := sub.Key
 	taskID := s.cfg.IDs.For(key.Handle(), sub.AttemptedAt)
-	if c, ok := s.cfg.Caller(ctx); ok {
+	if c, ok := s.cfg.Caller(ctx); ok && s.recordsThisCall(ctx, sub) {
 		if op, err := s.lookup(ctx, c, key.Handle()); err == nil {
 			// Recorded: the task of the operation the key resolves to.
 			taskID = s.cfg.IDs.For(key.Handle(), op.CreatedAt)
@@ -218,6 +222,13 @@ func (s *Service) unknownV1(ctx context.Context, sub tools.Submission) *CreateTa
 		StatusMessage: "the outcome is unknown: the answer to recording this call was lost, so the operation may have been recorded " +
 			"(then the server sends it, once) or not; call again with the same operation_id (never a new one): " +
 			"that records it once, or answers with the operation that was recorded and its task"}}
+}
+
+// recordsThisCall reports whether sub's key is recorded for sub's own
+// arguments (its operation, or a binding made by the same digest).
+func (s *Service) recordsThisCall(ctx context.Context, sub tools.Submission) bool {
+	rec, err := s.cfg.Executor.Recorded(ctx, sub.Key, sub.Digest)
+	return err == nil && rec.Kind == store.Replay
 }
 
 // refusedWithoutTask turns the tool's refusal into the JSON-RPC error a

@@ -279,9 +279,7 @@ const ErrorClassAuthorizationRefused = "authorization_refused"
 // refusal: for this request it is true. A record that cannot be read
 // leaves both open, so the caller is told to ask again with the same key.
 func (e *Executor) refusedAuthorization(ctx context.Context, opID string, key operation.RequestKey, digest string, refusal error) (Submission, error) {
-	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
-	res, err := e.cfg.Store.Recorded(sctx, key, digest)
-	cancel()
+	res, err := e.Recorded(ctx, key, digest)
 	keyed := Submission{OperationID: opID, Key: key, Digest: digest}
 	switch {
 	case err == nil && res.Kind == store.Replay:
@@ -300,6 +298,15 @@ func (e *Executor) refusedAuthorization(ctx context.Context, opID string, key op
 			"if it does, that operation stands: retry with the same operation_id to learn its outcome", refusal, opID)
 	f.Cause = err
 	return keyed, f
+}
+
+// Recorded reads what key records, as a replay of a request with digest
+// would be answered: Replay (the operation, or the holder a binding names),
+// Conflict (other arguments), or store.ErrNotFound.
+func (e *Executor) Recorded(ctx context.Context, key operation.RequestKey, digest string) (store.InsertResult, error) {
+	sctx, cancel := e.cfg.Budget.StoreContext(ctx)
+	defer cancel()
+	return e.cfg.Store.Recorded(sctx, key, digest)
 }
 
 // insertFailure answers an insert that did not come back with an outcome.
