@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -119,6 +121,9 @@ type boundary struct {
 	// named maps an extension's method to the params field its Mcp-Name
 	// header mirrors (Extension.NameParams).
 	named map[string]string
+	// refuseCalls are the extensions' checks of a tools/call
+	// (Extension.RefuseCall).
+	refuseCalls []func(revision string, params json.RawMessage) *jsonrpc.Error
 }
 
 // maxEchoedToolName bounds how much of an unknown tool name is echoed.
@@ -285,13 +290,45 @@ func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Reque
 	if !ok || !req.ID.IsValid() {
 		return nil, nil
 	}
+	if raw, _ := ParamsMember(data, "id"); !integralOrString(raw) {
+		// "MUST be a string or integer": the SDK truncates 2.5 to 2, so the
+		// call would run and its answer name a request the client never sent.
+		return nil, &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			shortenMessage("invalid request: id must be a string or an integer, not " + string(raw))}
+	}
 	if name, unknown := b.unknownTool(req); unknown {
 		return req, &refusal{invalidParamsStatus(header, req), req.ID, jsonrpc.CodeInvalidParams, "unknown tool " + name}
 	}
 	if refused := b.checkNameHeader(header, req); refused != nil {
 		return req, refused
 	}
+	if req.Method == "tools/call" {
+		for _, refuse := range b.refuseCalls {
+			if e := refuse(requestRevision(header, req), req.Params); e != nil {
+				return req, &refusal{invalidParamsStatus(header, req), req.ID, e.Code, e.Message}
+			}
+		}
+	}
 	return req, nil
+}
+
+// integralOrString reports whether raw, a request's id token, is a
+// string or a number without a fractional part (2 and 2.0 are one id).
+func integralOrString(raw json.RawMessage) bool {
+	if len(raw) == 0 || raw[0] == '"' {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil && f == math.Trunc(f)
+}
+
+// requestRevision is the protocol revision a request names: its _meta's
+// (2026-07-28 on), else the MCP-Protocol-Version header's.
+func requestRevision(header http.Header, req *jsonrpc.Request) string {
+	if v, ok := ProtocolVersionMeta(req.Params); ok && v != "" {
+		return v
+	}
+	return header.Get("MCP-Protocol-Version")
 }
 
 // checkNameHeader holds an extension's method to the rule the SDK applies
@@ -491,11 +528,7 @@ const newProtocol = "2026-07-28"
 // SDK would send it: 400 from protocol 2026-07-28 on (version in _meta or
 // the MCP-Protocol-Version header), 200 before.
 func invalidParamsStatus(header http.Header, req *jsonrpc.Request) int {
-	version := header.Get("MCP-Protocol-Version")
-	if v, ok := ProtocolVersionMeta(req.Params); ok && v != "" {
-		version = v
-	}
-	if version >= newProtocol {
+	if requestRevision(header, req) >= newProtocol {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

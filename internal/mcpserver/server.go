@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,6 +49,13 @@ type Extension struct {
 	// does for tools/call (Streamable HTTP, Server Validation), since the
 	// SDK knows no custom method's name source.
 	NameParams map[string]string
+	// RefuseCall, when set, is asked about every tools/call before the
+	// SDK sees it, with the request's protocol revision (its _meta's, else
+	// the MCP-Protocol-Version header's) and raw params; a refusal is the
+	// answer. It exists for refusals whose message must reach the client:
+	// the SDK rewrites every -32601 a handler returns into its own
+	// `method not found: "tools/call"`.
+	RefuseCall func(revision string, params json.RawMessage) *jsonrpc.Error
 }
 
 // DefaultMaxBodyBytes caps a request body. The largest legitimate call
@@ -80,7 +88,11 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 	sdkLogger := slog.New(minLevelHandler{min: slog.LevelWarn, next: logger.Handler()})
 	capabilities := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
 	named := map[string]string{}
+	var refuseCalls []func(string, json.RawMessage) *jsonrpc.Error
 	for _, ext := range cfg.Extensions {
+		if ext.RefuseCall != nil {
+			refuseCalls = append(refuseCalls, ext.RefuseCall)
+		}
 		if ext.ID == "" || ext.Install == nil {
 			return nil, fmt.Errorf("mcpserver: an extension needs an ID and an Install function")
 		}
@@ -146,7 +158,7 @@ func New(cfg Config, tools ...Tool) (http.Handler, error) {
 		// operation).
 		PropagateRequestCancellation: false,
 	})
-	guarded, err := RefuseCrossOrigin(cfg.TrustedOrigins, &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, keyed: keyed, named: named})
+	guarded, err := RefuseCrossOrigin(cfg.TrustedOrigins, &boundary{next: sdkHandler, maxBody: maxBody, tools: seen, keyed: keyed, named: named, refuseCalls: refuseCalls})
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}

@@ -44,7 +44,26 @@ func ToolMeta() map[string]any {
 // the value of params.taskId"), which the request boundary checks.
 func (s *Service) Extension() mcpserver.Extension {
 	return mcpserver.Extension{ID: Extension, Install: s.Install,
-		NameParams: map[string]string{MethodGet: "taskId", MethodCancel: "taskId", MethodUpdate: "taskId"}}
+		NameParams: map[string]string{MethodGet: "taskId", MethodCancel: "taskId", MethodUpdate: "taskId"},
+		RefuseCall: s.refuseCall}
+}
+
+// refuseCall refuses, before the SDK, a 2025-11-25 task-augmented call of
+// a tool without task support: that revision's answer is -32601, whose
+// message the SDK would replace with one saying tools/call does not exist.
+func (s *Service) refuseCall(revision string, params json.RawMessage) *jsonrpc.Error {
+	if revision != ProtocolV1 {
+		return nil
+	}
+	task, ok := mcpserver.ParamsMember(params, "task")
+	if !ok || string(task) == "null" {
+		return nil
+	}
+	var tool string
+	if raw, ok := mcpserver.ParamsMember(params, "name"); !ok || json.Unmarshal(raw, &tool) != nil || s.Supports(tool) {
+		return nil
+	}
+	return errNoTaskSupport()
 }
 
 // ProtocolExtension is the first protocol revision the extension is

@@ -167,8 +167,7 @@ func isInteger(n json.Number) bool {
 // the task of the caller's key (unknownV1), never the refusal.
 func (s *Service) callV1(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, tool string) (mcp.Result, error) {
 	if !s.Supports(tool) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: "this tool does not support task-augmented execution (execution.taskSupport is absent); call it without \"task\""}
+		return nil, errNoTaskSupport() // the request boundary answers it first (refuseCall)
 	}
 	sl := &slot{}
 	res, err := next(context.WithValue(ctx, slotKey{}, sl), method, req)
@@ -229,6 +228,12 @@ func (s *Service) unknownV1(ctx context.Context, sub tools.Submission) *CreateTa
 func (s *Service) recordsThisCall(ctx context.Context, sub tools.Submission) bool {
 	rec, err := s.cfg.Executor.Recorded(ctx, sub.Key, sub.Digest)
 	return err == nil && rec.Kind == store.Replay
+}
+
+// errNoTaskSupport: a task asked of a tool that does not support tasks.
+func errNoTaskSupport() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: "this tool does not support task-augmented execution (execution.taskSupport is absent); call it without \"task\""}
 }
 
 // refusedWithoutTask turns the tool's refusal into the JSON-RPC error a
