@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -499,6 +500,21 @@ func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTo
 	case !res.Authoritative:
 		return false, tools.Fail(tools.CodePreconditionFailed, true, next,
 			"the provider's search cannot yet prove that no effect exists (%s); resolve again later", res.Detail)
+	}
+	if horizon, ok := op.CommitHorizon(); ok && res.LateCommitsBounded && op.MayHaveReachedProvider() {
+		// FAILED releases the fact on the provider's promise, as a
+		// withdrawal does, but nothing audits it afterwards: so it waits,
+		// as a withdrawal's audit does, for a search that covers the
+		// horizon and the grace of a provider that breaks its promise by
+		// less. A late commit is then there to be found.
+		if cover := ex.AuditCoverage(op); res.IndexedThrough.Before(cover) {
+			return false, tools.Fail(tools.CodeTemporaryUnavailable, true, next,
+				"the provider shows no effect of this operation in what it has indexed (through %s), but a request it sent may still "+
+					"commit there until %s (its commit horizon %s plus a grace of %s for a provider that breaks its promise by less), "+
+					"and FAILED would release the target for another create; nothing was recorded; resolve again after %s",
+				res.IndexedThrough.UTC().Format(time.RFC3339), cover.UTC().Format(time.RFC3339), horizon.UTC().Format(time.RFC3339),
+				ex.AuditGrace(), cover.UTC().Format(time.RFC3339))
+		}
 	}
 	return res.LateCommitsBounded, nil
 }

@@ -176,8 +176,9 @@ func TestResolveFailedReleasesTheBusinessKeyOnlyOnceEffectsAreRemoved(t *testing
 	fail = requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "ticket-9002", "one ticket left is still an effect")
 	require.True(t, f.sim.RemoveTicket("ticket-9002"))
-	// Absence is proven only once the search covers the commit horizon.
-	f.clock.Advance(untilCommitHorizon(t, f, op))
+	// Absence releases the fact only once the search covers the commit
+	// horizon and the grace past it.
+	f.clock.Advance(untilFailedMayRelease(t, f, op))
 
 	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: evidence, EffectsRemoved: true})
 	require.NoError(t, err)
@@ -241,6 +242,11 @@ func TestResolveFailedWithoutKnownEffectsNeedsNoStatement(t *testing.T) {
 	fail := requireFailure(t, err, tools.CodePreconditionFailed)
 	assert.Contains(t, fail.Message, "cannot yet prove")
 	f.clock.Advance(untilCommitHorizon(t, f, op))
+	// Past the horizon, but not the grace: a late commit is still possible.
+	_, err = operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "no ticket in the release queue"})
+	fail = requireFailure(t, err, tools.CodeTemporaryUnavailable)
+	assert.Contains(t, fail.Message, "resolve again after")
+	f.clock.Advance(untilFailedMayRelease(t, f, op))
 
 	settled, err := operatortools.Resolve(context.Background(), f.ex, f.family, operator, op, operatortools.Resolution{Outcome: operatortools.ResolutionFailed, Evidence: "no ticket in the release queue"})
 	require.NoError(t, err)
@@ -305,6 +311,14 @@ func TestResolveRefusesOperationsThatAreNotEscalated(t *testing.T) {
 // untilCommitHorizon is how far the clock must move before the provider's
 // search can prove op absent: past the settle window and past the latest
 // commit deadline op's dispatches carried.
+// untilFailedMayRelease is how long until a FAILED resolution of op may
+// release its fact: the provider's search must cover the commit horizon
+// and the grace of a provider that breaks its promise by less.
+func untilFailedMayRelease(t *testing.T, f fixture, op operation.Operation) time.Duration {
+	t.Helper()
+	return max(untilCommitHorizon(t, f, op), f.ex.AuditCoverage(op).Sub(f.clock.Now()))
+}
+
 func untilCommitHorizon(t *testing.T, f fixture, op operation.Operation) time.Duration {
 	t.Helper()
 	wait := f.family.Recovery().SettleWindow

@@ -161,7 +161,7 @@ func TestResolveFailedDoesNotPromoteARemovedTicketToTheResource(t *testing.T) {
 	op := escalated(t, f) // ticket-9001 and ticket-9002
 	require.True(t, f.sim.RemoveTicket("ticket-9001"))
 	require.True(t, f.sim.RemoveTicket("ticket-9002"))
-	f.clock.Advance(untilCommitHorizon(t, f, op))
+	f.clock.Advance(untilFailedMayRelease(t, f, op))
 	settled, err := operatortools.Resolve(ctx, f.ex, f.family, operator, op, operatortools.Resolution{
 		Outcome: operatortools.ResolutionFailed, Evidence: "both cancelled", ResourceID: "ticket-9001", EffectsRemoved: true})
 	require.NoError(t, err)
