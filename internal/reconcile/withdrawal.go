@@ -67,7 +67,7 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 		// commit, while its own create may still land: the audit covers
 		// the holder's horizon and grace too.
 		if hc := s.cfg.Executor.AuditCoverage(holder); hc.After(coverage) {
-			coverage, horizonOf = hc, "the commit horizon of the fact's holder "+holder.Handle+", which took an effect it found,"
+			coverage, horizonOf = hc, "the commit horizon of the operation holding the fact now, which took an effect it found,"
 		}
 	}
 	covered := err == nil && found.Authoritative && found.LateCommitsBounded && !found.IndexedThrough.Before(coverage)
@@ -78,8 +78,8 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 	switch why := s.skewExceeded(op, found, before, now); {
 	case len(unheld) > 0 && holderWaiting && !exhausted:
 		ev = s.withdrawalAuditDeferred(op, source, found, nil, coverage, horizonOf, now,
-			fmt.Sprintf("%s on the target not named by the fact's holder %s, which is still %s: it may be that operation's own",
-				strings.Join(unheld, ", "), holder.Handle, holder.State))
+			fmt.Sprintf("%s on the target not named by the operation holding the fact now, which is still %s: it may be that operation's own",
+				strings.Join(unheld, ", "), holder.State))
 	case len(unheld) > 0 && reported < op.Attempts():
 		// One effect per pass and at most one per dispatch op made: the
 		// journal stays bounded, and more is an operator's question.
@@ -181,17 +181,20 @@ func notHeld(matches, own, holder []string) []string {
 	return out
 }
 
+// holderNote says what the operation holding the fact is, for the
+// withdrawn operation's journal. Not its handle nor its effects: the
+// journal is shown to the withdrawn operation's owner, who may not see the
+// holder (another team granted the service); operators find it by the fact.
 func holderNote(holder operation.Operation) string {
 	if holder.Handle == "" {
 		return "; the fact is not held by any operation"
 	}
-	ids := holder.EffectEvidence()
-	switch {
-	case len(ids) > 0 && holder.EffectFoundBySearch():
-		return fmt.Sprintf("; the fact's holder %s (%s) names %s, which it found by search: either effect may be the withdrawn request's",
-			holder.Handle, holder.State, strings.Join(ids, ", "))
-	case len(ids) > 0:
-		return fmt.Sprintf("; the fact's holder %s (%s) names %s", holder.Handle, holder.State, strings.Join(ids, ", "))
+	switch named := len(holder.EffectEvidence()) > 0; {
+	case named && holder.EffectFoundBySearch():
+		return fmt.Sprintf("; the operation holding the fact now (%s) names an effect it found by search: either effect may be the withdrawn request's",
+			holder.State)
+	case named:
+		return fmt.Sprintf("; the operation holding the fact now (%s) names its own effect", holder.State)
 	}
-	return fmt.Sprintf("; the fact's holder %s is %s", holder.Handle, holder.State)
+	return fmt.Sprintf("; the operation holding the fact now is %s", holder.State)
 }

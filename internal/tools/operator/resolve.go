@@ -306,21 +306,23 @@ func closeReportedEffects(ctx context.Context, ex *tools.Executor, family tools.
 	found := make([]string, 0, len(ids)+1)
 	for _, id := range ids {
 		if holdersEffect(id) && slices.Contains(res.Matches, id) {
-			found = append(found, id+" is the verified effect of "+holder.Handle+", which holds the fact now")
+			found = append(found, id+" is the verified effect of the operation holding the fact now")
 		} else {
 			found = append(found, id+" is not found at the provider")
 		}
 	}
 	if holder.State == operation.StateSucceeded && holder.ResourceID != "" && !slices.Contains(res.Matches, holder.ResourceID) {
-		found = append(found, "the verified effect "+holder.ResourceID+" of "+holder.Handle+", which holds the fact now, is not found at the provider either")
+		found = append(found, "the verified effect of the operation holding the fact now is not found at the provider either")
 	}
 	if len(ids) == 0 {
 		what := "nothing is found at the provider for the fact"
 		if len(res.Matches) > 0 {
-			what = "the provider shows for the fact only " + strings.Join(res.Matches, ", ") + ", the verified effect of " + holder.Handle + ", which holds the fact now"
+			what = "the provider shows for the fact only the verified effect of the operation holding the fact now"
 		}
 		found = append([]string{"after a withdrawal audit that could not finish, " + what}, found...)
 	}
+	// The journal is shown to the operation's owner, who may not see the
+	// holder: what the server found names neither its handle nor its effect.
 	return serverFindingMarker + " " + strings.Join(found, "; ") + "]", nil
 }
 
