@@ -255,7 +255,7 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	}
 	authn := auth.Middleware(auth.MiddlewareConfig{
 		Verifier: a.verifier, TrustGatewayAuthorizer: a.Config.TrustGatewayAuthorizer,
-		ResourceMetadataURL: metadataURL, Logger: a.Logger,
+		ResourceMetadataURL: metadataURL, Logger: a.Logger, RequiredScope: a.Config.RequiredScope,
 		OnReject: func(ctx context.Context, reason string) {
 			a.Auditor.Record(ctx, obs.AuditRecord{Kind: obs.KindAuthReject, ErrorClass: reason, RequestID: requestid.From(ctx).Request})
 			a.Metrics.AuthRejection(ctx, reason)
@@ -273,7 +273,11 @@ func (a *App) Handler(ctx context.Context) (http.Handler, error) {
 	if a.Config.JWTIssuer != "" {
 		servers = []string{a.Config.JWTIssuer}
 	}
-	meta := auth.ProtectedResourceMetadataHandler(a.Config.ResourceURL, servers, nil)
+	var scopes []string
+	if a.Config.RequiredScope != "" {
+		scopes = []string{a.Config.RequiredScope}
+	}
+	meta := auth.ProtectedResourceMetadataHandler(a.Config.ResourceURL, servers, scopes)
 	for _, p := range paths {
 		mux.Handle("GET "+p, meta)
 	}

@@ -52,6 +52,9 @@ type Config struct {
 	JWKSURL                string // INTENTGATE_JWKS_URL
 	JWTAudience            string // INTENTGATE_JWT_AUDIENCE (default: ResourceURL)
 	TrustGatewayAuthorizer bool   // INTENTGATE_TRUST_GATEWAY_AUTHORIZER
+	// RequiredScope (INTENTGATE_REQUIRED_SCOPE): an OAuth scope every token
+	// must carry, checked by the server in either mode; empty: none.
+	RequiredScope string
 
 	RiskAPIURL string // INTENTGATE_RISK_API_URL
 	RiskAPIKey string // INTENTGATE_RISK_API_KEY (raw key: local runs and tests)
@@ -137,6 +140,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		JWTIssuer:              e.str("INTENTGATE_JWT_ISSUER", ""),
 		JWKSURL:                e.str("INTENTGATE_JWKS_URL", ""),
 		TrustGatewayAuthorizer: e.boolean("INTENTGATE_TRUST_GATEWAY_AUTHORIZER", false),
+		RequiredScope:          e.str("INTENTGATE_REQUIRED_SCOPE", ""),
 		RiskAPIURL:             e.str("INTENTGATE_RISK_API_URL", ""),
 		RiskAPIKey:             e.str("INTENTGATE_RISK_API_KEY", ""),
 		RiskAPIKeyParameter:    e.str("INTENTGATE_RISK_API_KEY_PARAMETER", ""),
@@ -196,6 +200,10 @@ func (c Config) Validate() error {
 		if _, err := tasks.Keys(c.TaskIDKey); err != nil {
 			errs = append(errs, fmt.Errorf("INTENTGATE_TASK_ID_KEY: %w (one key of at least 32 bytes, or the new and the previous one separated by white space, the same on every instance; unset to turn MCP Tasks off)", err))
 		}
+	}
+	if !validScope(c.RequiredScope) {
+		errs = append(errs, fmt.Errorf("INTENTGATE_REQUIRED_SCOPE=%q: want one OAuth scope of 1 to %d printable ASCII characters, no space, '\\' or '\"'",
+			c.RequiredScope, maxScopeLength))
 	}
 	if !validStage(c.Stage) {
 		errs = append(errs, fmt.Errorf("INTENTGATE_STAGE=%q: want 1-64 letters, digits, '.', '_' or '-'", c.Stage))
@@ -275,6 +283,24 @@ func (c Config) ValidateAuth() error {
 		return fmt.Errorf("INTENTGATE_JWKS_URL: %w", err)
 	}
 	return nil
+}
+
+// maxScopeLength bounds INTENTGATE_REQUIRED_SCOPE, as the template's
+// GatewayRequiredScope does (the environment must fit Lambda's 4 KB).
+const maxScopeLength = 64
+
+// validScope: empty, or one RFC 6749 scope-token (%x21 / %x23-5B /
+// %x5D-7E): what a token's space-separated scope claim can carry.
+func validScope(s string) bool {
+	if len(s) > maxScopeLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // validStage and maxStageLength bound the Stage dimension value: short,

@@ -55,14 +55,16 @@ func TestFromEnvReadsEveryDocumentedVariable(t *testing.T) {
 		"INTENTGATE_TRACING":                   "false",
 		"INTENTGATE_MAX_BODY_BYTES":            "131072",
 		"INTENTGATE_TASK_ID_KEY_PARAMETER":     "/intentgate/prod/task-id-key",
+		"INTENTGATE_REQUIRED_SCOPE":            "intentgate.write",
 	}
 	cfg, err := FromEnv(mapLookup(env))
 	require.NoError(t, err)
+	assert.Equal(t, "intentgate.write", cfg.RequiredScope)
 	assert.Equal(t, Config{
 		Table: "ops", DynamoDBEndpoint: "http://127.0.0.1:4566", SSMEndpoint: "http://127.0.0.1:4567",
 		Region: "eu-west-1", Retention: 720 * time.Hour, Stage: "prod",
 		ResourceURL: "https://mcp.example.com/mcp", JWTIssuer: "https://auth.example.com",
-		JWKSURL: "https://auth.example.com/jwks", JWTAudience: "https://aud.example.com", TrustGatewayAuthorizer: true,
+		JWKSURL: "https://auth.example.com/jwks", JWTAudience: "https://aud.example.com", TrustGatewayAuthorizer: true, RequiredScope: "intentgate.write",
 		RiskAPIURL: "https://risk.example.internal", RiskAPIKey: "rk", RiskAPIKeyParameter: "/intentgate/prod/risk-api-key",
 		RiskSettleWindow: 3 * time.Second,
 		ReleaseAPIURL:    "https://release.example.internal", ReleaseAPIKey: "lk",
@@ -136,6 +138,8 @@ func TestFromEnvRefusesMalformedValues(t *testing.T) {
 		{"short previous task id key", "INTENTGATE_TASK_ID_KEY", strings.Repeat("k", 32) + " too-short-to-be-a-key"},
 		{"task id key twice", "INTENTGATE_TASK_ID_KEY", strings.Repeat("k", 32) + "\n" + strings.Repeat("k", 32)},
 		{"task id key parameter name", "INTENTGATE_TASK_ID_KEY_PARAMETER", "/intentgate/dev/task id key"},
+		{"two scopes", "INTENTGATE_REQUIRED_SCOPE", "intentgate.read intentgate.write"},
+		{"scope with a quote", "INTENTGATE_REQUIRED_SCOPE", `intentgate"write`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

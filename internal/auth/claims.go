@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -80,6 +81,7 @@ func SubjectFromClaims(claims map[string]any, names ClaimNames) (Subject, error)
 	if s.Roles, err = rolesClaim(claims[names.RolesClaim]); err != nil {
 		return Subject{}, fmt.Errorf("claim %s: %w", names.RolesClaim, err)
 	}
+	s.Scopes = scopesClaim(claims)
 	return s, nil
 }
 
@@ -108,6 +110,37 @@ func checkIdentifier(s string) error {
 		return errors.New("contains control characters")
 	}
 	return nil
+}
+
+// scopesClaim reads the token's scopes: scope (RFC 9068: space-separated),
+// else scp (an array, or API Gateway's rendering of one). A value of
+// another type carries no scope, so a required scope is refused rather
+// than the whole token.
+func scopesClaim(claims map[string]any) []string {
+	v, ok := claims["scope"]
+	if !ok {
+		v = claims["scp"]
+	}
+	var raw []string
+	switch v := v.(type) {
+	case string:
+		raw = splitRoles(v)
+	case []string:
+		raw = v
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				raw = append(raw, s)
+			}
+		}
+	}
+	var scopes []string
+	for _, sc := range raw {
+		if sc = strings.TrimSpace(sc); sc != "" && !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	return scopes
 }
 
 func rolesClaim(v any) ([]string, error) {

@@ -11,6 +11,8 @@ var (
 	// ErrKeysUnavailable: the signing keys could not be obtained, so no token
 	// can be judged. A server-side fault, not the caller's.
 	ErrKeysUnavailable = errors.New("auth: signing keys unavailable")
+	// errInsufficientScope: a valid token that lacks the required scope.
+	errInsufficientScope = errors.New("auth: token lacks the required scope")
 )
 
 // Reject reasons: low-cardinality labels passed to [MiddlewareConfig].OnReject
@@ -29,6 +31,9 @@ const (
 	ReasonGatewayClaims   = "gateway_claims_invalid"
 	ReasonKeysUnavailable = "keys_unavailable"
 	ReasonGatewayMissing  = "gateway_claims_missing"
+	// ReasonInsufficientScope: a valid token without the required scope
+	// (HTTP 403, not 401: another token of the same client would do).
+	ReasonInsufficientScope = "insufficient_scope"
 )
 
 // Descriptions shown to callers. Deliberately coarse: the detailed reason is

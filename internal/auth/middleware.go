@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,10 @@ type MiddlewareConfig struct {
 	// ResourceMetadataURL is the RFC 9728 metadata URL put in every
 	// WWW-Authenticate challenge (see [ResourceMetadataURL]).
 	ResourceMetadataURL string
+	// RequiredScope, when set, is an OAuth scope every token must carry
+	// (its scope or scp claim); a valid token without it is refused 403
+	// insufficient_scope. Empty: the audience alone admits a token.
+	RequiredScope string
 	// Logger records each rejection with its detailed reason (never the
 	// token). Default: discarded.
 	Logger *slog.Logger
@@ -67,6 +72,9 @@ func Middleware(cfg MiddlewareConfig) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s, err := cfg.authenticate(r)
+			if err == nil && cfg.RequiredScope != "" && !slices.Contains(s.Scopes, cfg.RequiredScope) {
+				err = errInsufficientScope
+			}
 			if err != nil {
 				cfg.reject(w, r, err)
 				return
@@ -163,6 +171,11 @@ func (cfg MiddlewareConfig) reject(w http.ResponseWriter, r *http.Request, err e
 	case errors.Is(err, errGatewayClaimsMissing):
 		// The function was reached around the authorizer: misrouting, loud.
 		reason, body.Message, level = ReasonGatewayMissing, "missing bearer token", slog.LevelError
+	case errors.Is(err, errInsufficientScope):
+		// RFC 6750 3.1 and MCP authorization: 403 with the scope to ask for.
+		reason, status = ReasonInsufficientScope, http.StatusForbidden
+		body = errorBody{Error: "insufficient_scope", Message: "the token lacks the scope " + cfg.RequiredScope}
+		params = append(params, `error="insufficient_scope"`, "scope="+quote(cfg.RequiredScope))
 	case errors.As(err, &tokErr):
 		reason, body.Message = tokErr.Reason, tokErr.Description
 		params = append(params, `error="invalid_token"`, "error_description="+quote(tokErr.Description))
@@ -180,7 +193,7 @@ func (cfg MiddlewareConfig) reject(w http.ResponseWriter, r *http.Request, err e
 	if cfg.OnReject != nil {
 		cfg.OnReject(r.Context(), reason)
 	}
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		if metaURL != "" {
 			params = append(params, "resource_metadata="+quote(metaURL))
 		}

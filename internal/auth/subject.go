@@ -17,6 +17,9 @@ type Subject struct {
 	Roles []string
 	// Issuer is the token's iss.
 	Issuer string
+	// Scopes are the token's OAuth scopes: its scope claim (space
+	// separated), else its scp claim (an array or a string).
+	Scopes []string
 }
 
 // HasRole reports whether the subject holds role (exact, case-sensitive).

@@ -280,3 +280,32 @@ func TestDroppedResponseConvergesThroughTheReconcilerWithOneReview(t *testing.T)
 	assert.Equal(t, 1, st.CreateCalls, "create was called exactly once")
 	assert.Equal(t, 1, st.ReviewsCommitted)
 }
+
+// With a required scope, a valid token without it is refused 403 naming
+// the scope, before anything runs, and the protected resource metadata
+// lists the scope so a client knows to ask for it.
+func TestARequiredScopeRefusesATokenWithoutItAndIsAdvertised(t *testing.T) {
+	h := startStack(t, 1, map[string]string{"INTENTGATE_REQUIRED_SCOPE": "intentgate.write"})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"request_risk_review",` +
+		`"arguments":{"order_id":"O20260728004","reason":"scope","operation_id":"op-scope-1"}}}`
+	req, err := http.NewRequest(http.MethodPost, h.MCPURLs[0], strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+h.token(t, "ALICE"))
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope", scope="intentgate.write"`)
+	assert.Equal(t, 0, h.Risk.Stats().CreateCalls)
+
+	meta, err := http.Get(strings.TrimSuffix(h.MCPURLs[0], "/mcp") + "/.well-known/oauth-protected-resource/mcp")
+	require.NoError(t, err)
+	defer meta.Body.Close()
+	data, err := io.ReadAll(meta.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"scopes_supported":["intentgate.write"]`)
+}
