@@ -117,14 +117,18 @@ func checkIdentifier(s string) error {
 // another type carries no scope, so a required scope is refused rather
 // than the whole token.
 func scopesClaim(claims map[string]any) []string {
-	v, ok := claims["scope"]
-	if !ok {
-		v = claims["scp"]
-	}
 	var raw []string
-	switch v := v.(type) {
+	if scope, ok := claims["scope"]; ok {
+		// Scope-tokens are separated by spaces alone: ',', '[' and ']' are
+		// characters of a scope-token.
+		if s, ok := scope.(string); ok {
+			raw = strings.Fields(s)
+		}
+		return uniqueScopes(raw)
+	}
+	switch v := claims["scp"].(type) {
 	case string:
-		raw = splitRoles(v)
+		raw = splitRoles(v) // an array, or API Gateway's "[a b]" rendering of one
 	case []string:
 		raw = v
 	case []any:
@@ -134,6 +138,10 @@ func scopesClaim(claims map[string]any) []string {
 			}
 		}
 	}
+	return uniqueScopes(raw)
+}
+
+func uniqueScopes(raw []string) []string {
 	var scopes []string
 	for _, sc := range raw {
 		if sc = strings.TrimSpace(sc); sc != "" && !slices.Contains(scopes, sc) {

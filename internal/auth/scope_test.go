@@ -52,3 +52,37 @@ func TestWithoutARequiredScopeATokenWithoutScopesIsAdmitted(t *testing.T) {
 		{name: "no scope", headers: []string{"Bearer " + mint(t, iss, goodClaims())}, wantStatus: http.StatusNoContent},
 	})
 }
+
+// A token's scope claim is scope-tokens separated by spaces (RFC 6749
+// 3.3, RFC 9068); ',' '[' and ']' are characters of a scope-token. A token
+// whose one scope merely contains the required one does not carry it.
+func TestAScopeTokenThatOnlyContainsTheRequiredScopeDoesNotCarryIt(t *testing.T) {
+	iss := startIssuer(t)
+	v := newVerifier(t, iss)
+	with := func(scope string) string {
+		c := goodClaims()
+		c.Extra = map[string]any{"scope": scope}
+		return "Bearer " + mint(t, iss, c)
+	}
+	const (
+		challenge = `Bearer error="insufficient_scope", scope="intentgate.write", resource_metadata="` + metadataURL + `"`
+		body      = `{"error":"insufficient_scope","message":"the token lacks the scope intentgate.write"}`
+	)
+	runMiddlewareCases(t, auth.MiddlewareConfig{Verifier: v, ResourceMetadataURL: metadataURL, RequiredScope: "intentgate.write"}, []middlewareCase{
+		{name: "comma inside one scope-token", headers: []string{with("intentgate.read,intentgate.write")}, wantStatus: http.StatusForbidden,
+			wantAuthn: challenge, wantBody: body, wantReason: auth.ReasonInsufficientScope},
+		{name: "brackets inside one scope-token", headers: []string{with("[intentgate.write]")}, wantStatus: http.StatusForbidden,
+			wantAuthn: challenge, wantBody: body, wantReason: auth.ReasonInsufficientScope},
+	})
+}
+
+// And a required scope with a ',' (a legal scope character, which API
+// Gateway's authorizer matches whole) is found in a token carrying it.
+func TestARequiredScopeWithACommaIsFoundInATokenCarryingIt(t *testing.T) {
+	iss := startIssuer(t)
+	c := goodClaims()
+	c.Extra = map[string]any{"scope": "openid billing,write"}
+	runMiddlewareCases(t, auth.MiddlewareConfig{Verifier: newVerifier(t, iss), ResourceMetadataURL: metadataURL, RequiredScope: "billing,write"}, []middlewareCase{
+		{name: "the token carries billing,write", headers: []string{"Bearer " + mint(t, iss, c)}, wantStatus: http.StatusNoContent},
+	})
+}

@@ -294,7 +294,7 @@ func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Reque
 		// "MUST be a string or integer": the SDK truncates 2.5 to 2, so the
 		// call would run and its answer name a request the client never sent.
 		return nil, &refusal{http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
-			shortenMessage("invalid request: id must be a string or an integer, not " + string(raw))}
+			shortenMessage("invalid request: id must be a string or an integer of at most 2^53 - 1 in magnitude, not " + string(raw))}
 	}
 	if name, unknown := b.unknownTool(req); unknown {
 		return req, &refusal{invalidParamsStatus(header, req), req.ID, jsonrpc.CodeInvalidParams, "unknown tool " + name}
@@ -312,14 +312,22 @@ func (b *boundary) checkMessage(header http.Header, data []byte) (*jsonrpc.Reque
 	return req, nil
 }
 
-// integralOrString reports whether raw, a request's id token, is a
-// string or a number without a fractional part (2 and 2.0 are one id).
+// maxExactID is the largest integer id the SDK answers with unchanged: it
+// reads ids as float64 (2^53 - 1, JavaScript's largest safe integer).
+const maxExactID = 1<<53 - 1
+
+// integralOrString reports whether raw, a request's id token, is a string
+// or an integer the SDK echoes exactly (2 and 2.0 are one id;
+// 9007199254740993 would be answered as ...992).
 func integralOrString(raw json.RawMessage) bool {
 	if len(raw) == 0 || raw[0] == '"' {
 		return true
 	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return -maxExactID <= n && n <= maxExactID
+	}
 	f, err := strconv.ParseFloat(string(raw), 64)
-	return err == nil && f == math.Trunc(f)
+	return err == nil && f == math.Trunc(f) && math.Abs(f) <= maxExactID
 }
 
 // requestRevision is the protocol revision a request names: its _meta's

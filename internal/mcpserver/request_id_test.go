@@ -22,7 +22,10 @@ func TestARequestIDWithAFractionIsRefusedBeforeAnythingRuns(t *testing.T) {
 	}
 	old := http.Header{"Mcp-Protocol-Version": {version20250618}}
 
-	for _, body := range []string{call("2.5"), call("1e-3"), "[" + call("1") + "," + call("2.5") + "]"} {
+	// Nor an integer beyond 2^53 - 1, which the SDK would answer as
+	// another (9007199254740993 as ...992).
+	for _, body := range []string{call("2.5"), call("1e-3"), call("9007199254740993"), call("18446744073709551617"),
+		"[" + call("1") + "," + call("2.5") + "]"} {
 		header := old
 		if body[0] == '[' {
 			header = http.Header{"Mcp-Protocol-Version": {version20250326}}
@@ -37,9 +40,13 @@ func TestARequestIDWithAFractionIsRefusedBeforeAnythingRuns(t *testing.T) {
 	}
 	assert.Empty(t, rec.snapshot(), "nothing ran")
 
-	resp := post(t, ctx, srv.URL, old, call("2.0"))
-	msgs := decodeMessages(t, resp)
-	require.Len(t, msgs, 1)
-	assert.Nil(t, msgs[0].Error, "%s", resp.body)
-	assert.Len(t, rec.snapshot(), 1)
+	for i, id := range []string{"2.0", "9007199254740991", "-9007199254740991"} {
+		resp := post(t, ctx, srv.URL, old, call(id))
+		msgs := decodeMessages(t, resp)
+		require.Len(t, msgs, 1)
+		assert.Nil(t, msgs[0].Error, "%s", resp.body)
+		assert.Len(t, rec.snapshot(), i+1)
+	}
+	resp := post(t, ctx, srv.URL, old, call("9007199254740991"))
+	assert.Contains(t, string(resp.body), `"id":9007199254740991`, "the largest exact id is echoed as sent")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -50,8 +51,11 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 			// Matches cannot be told from the holder's own without it. A
 			// holder nobody can read spends the audit's searches like a
 			// failed lookup, so it ends with an operator, not in an error
-			// on every sweep.
-			found, err = tools.ProbeResult{Source: found.Source}, herr
+			// on every sweep. The read's error names the holder, which the
+			// journal must not (holderNote): it goes to the log.
+			s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "withdrawal audit: the fact's holder could not be read",
+				slog.String("handle", op.Handle), slog.String("error", herr.Error()))
+			found, err = tools.ProbeResult{Source: found.Source}, errHolderUnreadable
 		}
 	}
 	now = s.cfg.Executor.Now()
@@ -114,6 +118,10 @@ func (s *Service) withdrawalAudit(ctx context.Context, family tools.WriteTool, o
 	ev.At = now
 	return s.decide(ctx, family, op, ev, res)
 }
+
+// errHolderUnreadable is what the withdrawn operation's journal says of a
+// holder read that failed.
+var errHolderUnreadable = errors.New("the operation holding the fact could not be read")
 
 // withdrawalAuditDeferred schedules the next search: after the backoff,
 // and not before the provider's index can cover the audit's reach.

@@ -63,3 +63,17 @@ func TestAFractionalRequestIDIsRefusedBeforeAnythingRuns(t *testing.T) {
 	assert.Equal(t, "2.5", string(reply.ID), "answer to request id 2.5 (HTTP %d): %s", resp.StatusCode, data)
 	assert.Equal(t, 0, h.Risk.Stats().CreateCalls, "a request with an invalid id was executed")
 }
+
+// A 2025-11-25 tools/call whose "task" is not a TaskMetadata object is
+// refused -32602 whatever the tool: the boundary's refusal of a task on a
+// tool without task support (-32601) comes after that check, as in the
+// tasks middleware.
+func TestAMalformedTaskIsInvalidParamsOnEveryTool(t *testing.T) {
+	h := startStack(t, 1, nil)
+	tok := h.token(t, "ALICE")
+	r := rpcV1(t, h.MCPURLs[0], tok, "tools/call", map[string]any{
+		"name": "get_operation", "task": 5,
+		"arguments": map[string]any{"handle": "op_aaaaaaaaaaaaaaaaaaaaaaaaaa"}})
+	require.NotNil(t, r.Error)
+	assert.Equal(t, int64(-32602), r.Error.Code, "%s", r.Error.Message)
+}

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,6 +58,15 @@ func (s *Service) refuseCall(revision string, params json.RawMessage) *jsonrpc.E
 	}
 	task, ok := mcpserver.ParamsMember(params, "task")
 	if !ok || string(task) == "null" {
+		return nil
+	}
+	if err := checkTaskMetadata(task); err != nil {
+		// A malformed task is -32602 whatever the tool, as the
+		// middleware answers it.
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return rpcErr
+		}
 		return nil
 	}
 	var tool string

@@ -503,7 +503,10 @@ func confirmAbsent(ctx context.Context, ex *tools.Executor, family tools.WriteTo
 		return false, tools.Fail(tools.CodePreconditionFailed, true, next,
 			"the provider's search cannot yet prove that no effect exists (%s); resolve again later", res.Detail)
 	}
-	if horizon, ok := op.CommitHorizon(); ok && res.LateCommitsBounded && op.MayHaveReachedProvider() {
+	// A bounded answer that is not a search (a provider that deduplicates
+	// by our request key: no watermark) is what the duplicate audit skips too.
+	searched := !res.IndexedThrough.IsZero() && !family.Recovery().IdempotentCreate
+	if horizon, ok := op.CommitHorizon(); ok && searched && res.LateCommitsBounded && op.MayHaveReachedProvider() {
 		// FAILED releases the fact on the provider's promise, as a
 		// withdrawal does, but nothing audits it afterwards: so it waits,
 		// as a withdrawal's audit does, for a search that covers the

@@ -54,6 +54,13 @@ func NewResult(caller tools.Caller, sub tools.Submission) Result {
 // own next action says: a SUCCEEDED whose audit is due, or an incident,
 // is not leave to go on.
 func dedupNext(op operation.Operation, args map[string]string) tools.NextAction {
+	if op.State == operation.StateFailed {
+		// A key bound to a holder that has failed since: the holder's
+		// failure released the target, and its own hint says what follows.
+		return tools.NextAction{Tool: packet.ToolGetOperation, Arguments: args,
+			Hint: "this operation_id was answered with the ticket operation that held this service, commit and environment, which has FAILED " +
+				"since; nothing was sent by this call. That operation: " + packet.NextAction(op).Hint}
+	}
 	return tools.NextAction{Tool: packet.ToolGetOperation, Arguments: args,
 		Hint: "a ticket operation for this service, commit and environment already exists (state " + string(op.State) +
 			"); nothing was sent; do not create another ticket. That operation: " + packet.NextAction(op).Hint}
