@@ -295,6 +295,15 @@ func (s *Service) search(ctx context.Context, family tools.WriteTool, op operati
 	}
 	if tools.NeverSent(answer.err) && !tooOld {
 		*res = skip(*res, what+" not sent: "+tools.ErrorDetail(answer.err))
+		// Nothing is spent, but op must not stay at the head of the
+		// oldest-first sweep: a provider that refuses every connection
+		// would keep each sweep on its operations and off everyone else's.
+		sctx, cancel := budget.StoreContext(ctx)
+		_, perr := s.st.Postpone(sctx, op, s.cfg.Executor.Now().Add(max(s.wait(op.ProbeCount), time.Second)))
+		cancel()
+		if perr != nil {
+			return answer, false, fmt.Errorf("reconcile %s: %s not sent, and its due time could not be moved on: %w", op.Handle, what, perr)
+		}
 		return answer, false, nil
 	}
 	return answer, true, nil

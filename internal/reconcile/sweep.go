@@ -106,6 +106,14 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 			s.park(ctx, op, &rep)
 			continue
 		}
+		if !op.NeedsReconciliation() {
+			// In the index but settled (a hand edit, an older build's
+			// leftover): no work, but met at the head of every sweep it
+			// would block what is behind it. Bounded with the parked.
+			parkTries++
+			s.clearDue(ctx, op, &rep)
+			continue
+		}
 		rep.Examined++
 		if op.State == operation.StateUnknown {
 			rep.OldestUnknownAge = max(rep.OldestUnknownAge, now.Sub(op.CreatedAt))
@@ -120,6 +128,22 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 				slog.String("handle", op.Handle), slog.String("error", rerr.Error()))
 		}
 		rep.add(res)
+	}
+}
+
+// clearDue takes a settled operation out of the due index.
+func (s *Service) clearDue(ctx context.Context, op operation.Operation, rep *SweepReport) {
+	cctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	cleared, err := s.st.ClearDue(cctx, op)
+	cancel()
+	switch {
+	case err != nil:
+		rep.Errors++
+		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "clearing a settled operation from the due index failed",
+			slog.String("handle", op.Handle), slog.String("state", string(op.State)), slog.String("error", err.Error()))
+	case cleared:
+		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelWarn, "settled operation taken out of the due index",
+			slog.String("handle", op.Handle), slog.String("state", string(op.State)))
 	}
 }
 

@@ -508,6 +508,67 @@ func (s *Store) Park(ctx context.Context, op operation.Operation) (bool, error) 
 	return true, nil
 }
 
+// Postpone moves op's due time to until, in the operation and in its due
+// index entry, and changes nothing else (no journal event, no version):
+// for a search the provider never received, which spends nothing of the
+// operation's budget but must not keep it at the head of the oldest-first
+// sweep. Conditioned on the version read and on op still being in the
+// index: false when it has moved on meanwhile.
+func (s *Store) Postpone(ctx context.Context, op operation.Operation, until time.Time) (bool, error) {
+	if err := operation.ValidateHandle(op.Handle); err != nil {
+		return false, fmt.Errorf("postpone: %w", err)
+	}
+	at := formatTime(until)
+	return s.updateDueEntry(ctx, op, "postpone", expression.Set(expression.Name("due_at"), expression.Value(at)).
+		Set(expression.Name(attrGSI1SK), expression.Value(at)), nil)
+}
+
+// ClearDue takes op out of the due index when its state needs no
+// reconciliation (a hand edit, or an older build's leftover): met at the
+// head of every sweep, it would block the work behind it. Conditioned on
+// the version and state read: false when op has moved on meanwhile.
+func (s *Store) ClearDue(ctx context.Context, op operation.Operation) (bool, error) {
+	if err := operation.ValidateHandle(op.Handle); err != nil {
+		return false, fmt.Errorf("clear due: %w", err)
+	}
+	if op.NeedsReconciliation() {
+		return false, fmt.Errorf("clear due %s: %w: it needs reconciliation", op.Handle, operation.ErrInvalid)
+	}
+	state := expression.Name(attrState).Equal(expression.Value(string(op.State)))
+	return s.updateDueEntry(ctx, op, "clear due", expression.Remove(expression.Name(attrGSI1PK)).
+		Remove(expression.Name(attrGSI1SK)), &state)
+}
+
+// updateDueEntry applies update to op's item if its version is the one read
+// and it is in the due index (and extra holds, when given).
+func (s *Store) updateDueEntry(ctx context.Context, op operation.Operation, what string, update expression.UpdateBuilder, extra *expression.ConditionBuilder) (bool, error) {
+	cond := expression.Name(attrVersion).Equal(expression.Value(op.Version)).
+		And(expression.AttributeExists(expression.Name(attrGSI1PK)))
+	if extra != nil {
+		cond = cond.And(*extra)
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("%s %s: update expression: %w", what, op.Handle, err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.cfg.Table),
+		Key:                       pkKey(opPK(op.Handle)),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", what, op.Handle, err)
+	}
+	return true, nil
+}
+
 // The cursor maps each partition key still to read to the three string
 // key attributes it continues after (none: from its beginning).
 func encodeCursor(pos map[string]map[string]types.AttributeValue) (string, error) {
