@@ -482,30 +482,7 @@ func (s *Store) Park(ctx context.Context, op operation.Operation) (bool, error) 
 	if op.Key.Tool == "" {
 		return false, fmt.Errorf("park %s: %w: no tool", op.Handle, operation.ErrInvalid)
 	}
-	park, err := expression.NewBuilder().
-		WithUpdate(expression.Set(expression.Name(attrGSI1PK), expression.Value(ParkedKey(op.Key.Tool)))).
-		WithCondition(expression.Name(attrVersion).Equal(expression.Value(op.Version)).
-			And(expression.AttributeExists(expression.Name(attrGSI1PK)))).
-		Build()
-	if err != nil {
-		return false, fmt.Errorf("park %s: update expression: %w", op.Handle, err)
-	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.cfg.Table),
-		Key:                       pkKey(opPK(op.Handle)),
-		UpdateExpression:          park.Update(),
-		ConditionExpression:       park.Condition(),
-		ExpressionAttributeNames:  park.Names(),
-		ExpressionAttributeValues: park.Values(),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("park %s: %w", op.Handle, err)
-	}
-	return true, nil
+	return s.updateDueEntry(ctx, op, "park", expression.Set(expression.Name(attrGSI1PK), expression.Value(ParkedKey(op.Key.Tool))), nil)
 }
 
 // Postpone moves op's due time to until, in the operation and in its due
