@@ -27,6 +27,9 @@ func TestAnUndecodableDueItemIsCountedAndTheSweepGoesOn(t *testing.T) {
 	for name, edit := range map[string][2]string{
 		"a state this build does not know": {"state", "SUPERSEDED"},
 		"an attribute of the wrong type":   {"version", "1"},
+		// Acted on, it would probe and write through another operation's
+		// item: the stream entry point refuses the same mismatch.
+		"a handle that is not its key's": {"handle", "op_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

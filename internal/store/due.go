@@ -309,6 +309,11 @@ func (r *DueReader) Next(ctx context.Context) (operation.Operation, bool, error)
 		return operation.Operation{}, false, &UndecodableItemError{PK: e.it.PK, Err: e.err}
 	}
 	op, err := fromItem(e.it)
+	if err == nil && e.it.PK != opPK(op.Handle) {
+		// Acted on, it would probe and write through another operation's
+		// item (a hand edit): the stream entry point refuses it too.
+		err = fmt.Errorf("item %s names handle %s, not its own", e.it.PK, op.Handle)
+	}
 	if err != nil {
 		return operation.Operation{}, false, &UndecodableItemError{PK: e.it.PK, Err: err}
 	}
