@@ -201,11 +201,6 @@ func (h minLevelHandler) WithGroup(name string) slog.Handler {
 	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
 }
 
-// withRequestDeadline gives a method handler the HTTP request's deadline
-// back. The SDK detaches handler contexts from the HTTP request, deadline
-// included; a handler budgeting its downstream calls needs it. Cancellation
-// is deliberately not restored: a caller hanging up ends its wait, not an
-// operation already under way.
 // recoverPanics answers a method whose handling panicked with -32603 and
 // logs the panic; a tool call's own panic is caught closer to the tool
 // (registeredTool.handle), where its answer can say the outcome is unknown.
@@ -225,6 +220,11 @@ func recoverPanics(logger *slog.Logger) mcp.Middleware {
 	}
 }
 
+// withRequestDeadline gives a method handler the HTTP request's deadline
+// back. The SDK detaches handler contexts from the HTTP request, deadline
+// included; a handler budgeting its downstream calls needs it. Cancellation
+// is deliberately not restored: a caller hanging up ends its wait, not an
+// operation already under way.
 func withRequestDeadline(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if info := requestInfoFrom(ctx); info != nil && info.hasDeadline {
