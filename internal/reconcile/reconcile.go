@@ -55,6 +55,9 @@ type Result struct {
 	// ErrorClass is why the provider call this decision rests on failed
 	// (tools.ErrorClass), for the audit record; "" when it did not.
 	ErrorClass string
+	// NotSent: the search never reached the provider (refused, every
+	// connection held); its due time was moved on and nothing was spent.
+	NotSent bool
 }
 
 // Reconcile decides one operation using its tool family. It acts only on
@@ -295,18 +298,43 @@ func (s *Service) search(ctx context.Context, family tools.WriteTool, op operati
 	}
 	if tools.NeverSent(answer.err) && !tooOld {
 		*res = skip(*res, what+" not sent: "+tools.ErrorDetail(answer.err))
+		res.NotSent = true
 		// Nothing is spent, but op must not stay at the head of the
 		// oldest-first sweep: a provider that refuses every connection
 		// would keep each sweep on its operations and off everyone else's.
-		sctx, cancel := budget.StoreContext(ctx)
-		_, perr := s.st.Postpone(sctx, op, s.cfg.Executor.Now().Add(max(s.wait(op.ProbeCount), time.Second)))
-		cancel()
-		if perr != nil {
+		if perr := s.postpone(ctx, op); perr != nil {
 			return answer, false, fmt.Errorf("reconcile %s: %s not sent, and its due time could not be moved on: %w", op.Handle, what, perr)
 		}
 		return answer, false, nil
 	}
 	return answer, true, nil
+}
+
+// notSentDelay is how far a search the provider never received moves its
+// operation's due time: long enough that an unreachable provider's
+// operations do not come due at every sweep, short enough that they are
+// looked at soon after it is back.
+const notSentDelay = 30 * time.Second
+
+// postpone moves op's due time on after a search that was never sent.
+func (s *Service) postpone(ctx context.Context, op operation.Operation) error {
+	sctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
+	defer cancel()
+	_, err := s.st.Postpone(sctx, op, s.cfg.Executor.Now().Add(max(s.wait(op.ProbeCount), notSentDelay)))
+	return err
+}
+
+// needsSearch: reconciling op now means asking its provider (a probe or
+// an audit), unless op is past its family's max age, where an unanswered
+// search counts and may end with the operator.
+func needsSearch(op operation.Operation, rec tools.Recovery, now time.Time) bool {
+	switch {
+	case rec.MaxAge > 0 && now.Sub(op.CreatedAt) > rec.MaxAge:
+		return false
+	case op.State == operation.StateUnknown, op.AuditPending(), op.WithdrawalAuditPending():
+		return true
+	}
+	return false
 }
 
 // duplicateAudit is the one more search by intended effect after a

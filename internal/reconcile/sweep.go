@@ -76,6 +76,8 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 	})
 	defer func() { rep.ItemsRead = reader.ItemsRead() }()
 	parkTries := 0
+	// Tools whose provider refused a search in this sweep (never sent).
+	unreachable := map[string]bool{}
 	for {
 		if stop := s.stopReason(ctx, rep.Examined, parkTries); stop != "" {
 			rep.Stopped = stop
@@ -107,11 +109,26 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 			continue
 		}
 		if !op.NeedsReconciliation() {
-			// In the index but settled (a hand edit, an older build's
-			// leftover): no work, but met at the head of every sweep it
-			// would block what is behind it. Bounded with the parked.
+			// In the index but settled as this build reads it: a hand
+			// edit, or work a newer build scheduled (a canary, a rollback)
+			// that this one must not erase. Left in place, bounded with
+			// the parked, so it cannot take the sweep's examined work.
 			parkTries++
-			s.clearDue(ctx, op, &rep)
+			s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelWarn, "due item needs no reconciliation as this build reads it: left for the build that scheduled it",
+				slog.String("handle", op.Handle), slog.String("state", string(op.State)))
+			continue
+		}
+		family := s.cfg.Families[op.Key.Tool]
+		if unreachable[op.Key.Tool] && needsSearch(op, family.Recovery(), now) {
+			// Its provider refused this sweep's first search: the others of
+			// the family are moved on without another attempt each, and
+			// bounded with the parked, so they cannot fill the sweep.
+			parkTries++
+			if err := s.postpone(ctx, op); err != nil {
+				rep.Errors++
+				s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "postponing a search for an unreachable provider failed",
+					slog.String("handle", op.Handle), slog.String("error", err.Error()))
+			}
 			continue
 		}
 		rep.Examined++
@@ -122,28 +139,17 @@ func (s *Service) Sweep(ctx context.Context) (rep SweepReport, err error) {
 			rep.OldestRetryableAge = max(rep.OldestRetryableAge, now.Sub(op.CreatedAt))
 		}
 		res, rerr := s.Reconcile(ctx, op)
+		if res.NotSent {
+			unreachable[op.Key.Tool] = true
+			rep.Examined--
+			parkTries++
+		}
 		if rerr != nil {
 			rep.Errors++
 			s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "reconcile failed",
 				slog.String("handle", op.Handle), slog.String("error", rerr.Error()))
 		}
 		rep.add(res)
-	}
-}
-
-// clearDue takes a settled operation out of the due index.
-func (s *Service) clearDue(ctx context.Context, op operation.Operation, rep *SweepReport) {
-	cctx, cancel := s.cfg.Executor.Budget().StoreContext(ctx)
-	cleared, err := s.st.ClearDue(cctx, op)
-	cancel()
-	switch {
-	case err != nil:
-		rep.Errors++
-		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelError, "clearing a settled operation from the due index failed",
-			slog.String("handle", op.Handle), slog.String("state", string(op.State)), slog.String("error", err.Error()))
-	case cleared:
-		s.cfg.Auditor.Logger().LogAttrs(ctx, slog.LevelWarn, "settled operation taken out of the due index",
-			slog.String("handle", op.Handle), slog.String("state", string(op.State)))
 	}
 }
 

@@ -67,14 +67,12 @@ func TestNeverSentProbesDoNotStarveTheRestOfTheSweep(t *testing.T) {
 		"five sweeps never reached the ticket's expired lease: the never-sent risk probes hold the head of the due index")
 }
 
-// A due-index item that decodes but needs no reconciliation (its state
-// hand-set to ESCALATED in the console, as the undecodable-item tests
-// assume of hand edits, or left by a build that kept the index attributes
-// on a settled operation) used to be skipped and never removed, met again
-// at the head of every sweep: MaxPerInvocation of them stopped every sweep
-// before any work, for good. The sweep now takes it out of the index,
-// bounded with the parked and undecodable items.
-func TestASettledItemLeftInTheDueIndexIsClearedAndDoesNotBlockTheSweep(t *testing.T) {
+// A due-index item that decodes but needs no reconciliation as this build
+// reads it (its state hand-set to ESCALATED in the console, as the
+// undecodable-item tests assume of hand edits) used to count as examined
+// work: MaxPerInvocation of them stopped every sweep before any work, for
+// good. It is now bounded with the parked and undecodable items.
+func TestASettledItemLeftInTheDueIndexDoesNotBlockTheSweep(t *testing.T) {
 	f := newFixture(t)
 	svc := f.serviceWith(t, func(c *reconcile.Config) { c.BatchLimit, c.MaxPerInvocation = 2, 3 })
 	for i := range 3 {

@@ -487,7 +487,7 @@ func (s *Store) Park(ctx context.Context, op operation.Operation) (bool, error) 
 	if op.Key.Tool == "" {
 		return false, fmt.Errorf("park %s: %w: no tool", op.Handle, operation.ErrInvalid)
 	}
-	return s.updateDueEntry(ctx, op, "park", expression.Set(expression.Name(attrGSI1PK), expression.Value(ParkedKey(op.Key.Tool))), nil)
+	return s.updateDueEntry(ctx, op, "park", expression.Set(expression.Name(attrGSI1PK), expression.Value(ParkedKey(op.Key.Tool))))
 }
 
 // Postpone moves op's due time to until, in the operation and in its due
@@ -502,33 +502,14 @@ func (s *Store) Postpone(ctx context.Context, op operation.Operation, until time
 	}
 	at := formatTime(until)
 	return s.updateDueEntry(ctx, op, "postpone", expression.Set(expression.Name("due_at"), expression.Value(at)).
-		Set(expression.Name(attrGSI1SK), expression.Value(at)), nil)
-}
-
-// ClearDue takes op out of the due index when its state needs no
-// reconciliation (a hand edit, or an older build's leftover): met at the
-// head of every sweep, it would block the work behind it. Conditioned on
-// the version and state read: false when op has moved on meanwhile.
-func (s *Store) ClearDue(ctx context.Context, op operation.Operation) (bool, error) {
-	if err := operation.ValidateHandle(op.Handle); err != nil {
-		return false, fmt.Errorf("clear due: %w", err)
-	}
-	if op.NeedsReconciliation() {
-		return false, fmt.Errorf("clear due %s: %w: it needs reconciliation", op.Handle, operation.ErrInvalid)
-	}
-	state := expression.Name(attrState).Equal(expression.Value(string(op.State)))
-	return s.updateDueEntry(ctx, op, "clear due", expression.Remove(expression.Name(attrGSI1PK)).
-		Remove(expression.Name(attrGSI1SK)), &state)
+		Set(expression.Name(attrGSI1SK), expression.Value(at)))
 }
 
 // updateDueEntry applies update to op's item if its version is the one read
-// and it is in the due index (and extra holds, when given).
-func (s *Store) updateDueEntry(ctx context.Context, op operation.Operation, what string, update expression.UpdateBuilder, extra *expression.ConditionBuilder) (bool, error) {
+// and it is in the due index.
+func (s *Store) updateDueEntry(ctx context.Context, op operation.Operation, what string, update expression.UpdateBuilder) (bool, error) {
 	cond := expression.Name(attrVersion).Equal(expression.Value(op.Version)).
 		And(expression.AttributeExists(expression.Name(attrGSI1PK)))
-	if extra != nil {
-		cond = cond.And(*extra)
-	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
 		return false, fmt.Errorf("%s %s: update expression: %w", what, op.Handle, err)
