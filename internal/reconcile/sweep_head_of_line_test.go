@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
 	"github.com/intentgate/intentgate/internal/policy"
 	"github.com/intentgate/intentgate/internal/provider"
 	"github.com/intentgate/intentgate/internal/reconcile"
+	"github.com/intentgate/intentgate/internal/tools"
 	"github.com/intentgate/intentgate/internal/tools/release"
 	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
@@ -35,17 +38,10 @@ func closedURL(t *testing.T) string {
 // examined exactly those and never reached the newer work of any other
 // family, here a Release ticket whose dispatcher died (a PENDING with an
 // expired lease, which only the sweep moves). The operation's due time now
-// moves on by the backoff, with no journal event.
+// moves on by at least 30 s, with no journal event.
 func TestNeverSentProbesDoNotStarveTheRestOfTheSweep(t *testing.T) {
 	f := newFixture(t)
-	// The Risk API refuses connections (a network-level outage).
-	down, err := provider.NewRiskClient(provider.RiskConfig{
-		BaseURL: closedURL(t), APIKey: simKey, MaxConns: 4, Timeout: 300 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	risk := riskreview.New(down, riskreview.DefaultRecovery())
-	tickets := release.New(f.releaseClient(t), policy.DeployGrants{}, release.RecoveryForLag(0))
-	svc := f.serviceWith(t, func(c *reconcile.Config) { c.BatchLimit, c.MaxPerInvocation = 2, 3 }, risk, tickets)
+	svc := f.serviceWhileRiskRefusesConnections(t)
 
 	// Three risk reviews left UNKNOWN (older than anything else).
 	for i := range 3 {
@@ -91,4 +87,59 @@ func TestASettledItemLeftInTheDueIndexDoesNotBlockTheSweep(t *testing.T) {
 	}
 	require.NotEqual(t, operation.StatePending, f.get(t, good.Handle).State,
 		"five sweeps never reached the good operation's expired lease: settled items left in the due index hold its head")
+}
+
+// After a family's first never-sent search in a sweep, the rest of that
+// family's due searches are moved on without asking the provider again:
+// one refused attempt a sweep, not one per operation.
+func TestAnUnreachableProviderIsAskedOnceASweep(t *testing.T) {
+	f := newFixture(t)
+	probes := &countingProbes{}
+	svc := f.serviceWhileRiskRefusesConnectionsCounting(t, probes)
+	var handles []string
+	for i := range 12 {
+		handles = append(handles, f.toUnknown(t, f.storedOp(t, fmt.Sprintf("op-once-risk-%02d", i), orderID(40+i), time.Minute)).Handle)
+	}
+	f.clock.Advance(time.Second)
+
+	rep, err := svc.Sweep(context.Background())
+
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), probes.n.Load(), "one refused search; the other eleven were postponed without an attempt")
+	assert.Equal(t, 0, rep.Examined, "a never-sent search is not examined work")
+	for _, h := range handles {
+		assert.True(t, f.get(t, h).DueAt.After(f.clock.Now()), "%s moved on", h)
+	}
+}
+
+// countingProbes counts the searches a family was asked for.
+type countingProbes struct{ n atomic.Int32 }
+
+type countingFamily struct {
+	*riskreview.Family
+	probes *countingProbes
+}
+
+func (c countingFamily) Probe(ctx context.Context, op operation.Operation) (tools.ProbeResult, error) {
+	c.probes.n.Add(1)
+	return c.Family.Probe(ctx, op)
+}
+
+// serviceWhileRiskRefusesConnections is a reconciler of both families,
+// three operations a sweep, whose Risk API refuses every connection (a
+// network-level outage) while the Release simulator answers.
+func (f fixture) serviceWhileRiskRefusesConnections(t *testing.T) *reconcile.Service {
+	t.Helper()
+	return f.serviceWhileRiskRefusesConnectionsCounting(t, &countingProbes{})
+}
+
+func (f fixture) serviceWhileRiskRefusesConnectionsCounting(t *testing.T, probes *countingProbes) *reconcile.Service {
+	t.Helper()
+	down, err := provider.NewRiskClient(provider.RiskConfig{
+		BaseURL: closedURL(t), APIKey: simKey, MaxConns: 4, Timeout: 300 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	risk := countingFamily{Family: riskreview.New(down, riskreview.DefaultRecovery()), probes: probes}
+	tickets := release.New(f.releaseClient(t), policy.DeployGrants{}, release.RecoveryForLag(0))
+	return f.serviceWith(t, func(c *reconcile.Config) { c.BatchLimit, c.MaxPerInvocation = 2, 3 }, risk, tickets)
 }

@@ -13,12 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/intentgate/intentgate/internal/operation"
-	"github.com/intentgate/intentgate/internal/policy"
-	"github.com/intentgate/intentgate/internal/provider"
-	"github.com/intentgate/intentgate/internal/reconcile"
 	"github.com/intentgate/intentgate/internal/store"
 	"github.com/intentgate/intentgate/internal/tools/release"
-	"github.com/intentgate/intentgate/internal/tools/riskreview"
 )
 
 // rawItem reads an operation's item as stored (consistent read).
@@ -89,13 +85,7 @@ func TestANewerBuildsDueEntryIsNotErasedByThisBuildsSweep(t *testing.T) {
 // parked, and a never-sent search does not count as examined work.
 func TestManyNeverSentProbesDoNotDelayOtherWorkBySweeps(t *testing.T) {
 	f := newFixture(t)
-	down, err := provider.NewRiskClient(provider.RiskConfig{
-		BaseURL: closedURL(t), APIKey: simKey, MaxConns: 4, Timeout: 300 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	risk := riskreview.New(down, riskreview.DefaultRecovery())
-	tickets := release.New(f.releaseClient(t), policy.DeployGrants{}, release.RecoveryForLag(0))
-	svc := f.serviceWith(t, func(c *reconcile.Config) { c.BatchLimit, c.MaxPerInvocation = 2, 3 }, risk, tickets)
+	svc := f.serviceWhileRiskRefusesConnections(t)
 
 	// Four invocations' worth of risk reviews left UNKNOWN by the outage.
 	for i := range 12 {
